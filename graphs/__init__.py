@@ -1,0 +1,1 @@
+"""Evaluation protocols (UmniBench, GENIUS, AEGIS, WISE, GIR-Bench) as umni graphs."""

@@ -1,0 +1,134 @@
+"""The UmniBench graph: generate → answer Q1–Q3 → edit → answer Q4–Q6 → edit → answer Q7–Q9.
+
+Each stage's image is the next stage's input, so errors accumulate across stages as in the paper.
+Single-ability modes are bindings (the ability under test from the model, the others from fixed
+modules) plus ``--option ability=...``, which only changes what is scored.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from umni.caseio import read_jsonl
+from umni.graph import Graph
+from umni.outcomes import Outcome
+from umni.protocol import CaseSet, Protocol, View, node_status
+from umni.roles import EDIT, GENERATE, UNDERSTAND, option_letter
+
+from . import scoring
+from .cases import STAGE_QUESTIONS, STAGES, UmniCase
+
+STAGE_TITLES = {"generation": "Stage 1 · generation", "interaction": "Stage 2 · interaction", "counterfactual": "Stage 3 · counterfactual"}
+
+
+class UmniOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    ability: Literal["full", "understanding", "generation", "editing"] = "full"
+
+
+def _image_node(stage: str) -> str:
+    return f"{stage}/image"
+
+
+class UmniBench(Protocol[UmniCase]):
+    name = "umnibench"
+    title = "UmniBench self-evaluation"
+    roles = (GENERATE, EDIT, UNDERSTAND)
+    Options = UmniOptions
+
+    def bundled_cases(self) -> Path:
+        from umni_cases import bundled
+
+        return bundled("umnibench") / "cases.jsonl"
+
+    def load(self, path: Path, options: BaseModel) -> CaseSet[UmniCase]:
+        file = path / "cases.jsonl" if path.is_dir() else path
+        return CaseSet(path=file, cases=read_jsonl(file, UmniCase))
+
+    def case_id(self, case: UmniCase) -> str:
+        return case.id
+
+    def build(self, case: UmniCase, options: BaseModel) -> Graph:
+        g = Graph(case.id)
+        image = None
+        for stage in STAGES:
+            spec = case.stage(stage)
+            if image is None:
+                image = g.generate(_image_node(stage), [spec.instruction])
+            else:
+                image = g.edit(_image_node(stage), image, spec.instruction)
+            for question in spec.questions:
+                g.answer(f"{stage}/{question.id}", [image, question.text], question.options)
+        return g
+
+    def record(self, case: UmniCase, outcomes: dict[str, Outcome], options: BaseModel) -> dict[str, Any]:
+        stages: dict[str, Any] = {}
+        questions: dict[str, Any] = {}
+        for stage in STAGES:
+            spec = case.stage(stage)
+            made = outcomes[_image_node(stage)]
+            stages[stage] = {"instruction": spec.instruction, "image": made.image.sha256 if made.image else None, "status": made.status}
+            for question in spec.questions:
+                got = outcomes[f"{stage}/{question.id}"]
+                predicted = got.output["index"] if got.ok and got.output else None
+                questions[question.id] = {
+                    "stage": stage,
+                    "question": question.text,
+                    "options": question.options,
+                    "answer": question.answer_index,
+                    "predicted": predicted,
+                    "mode": got.output.get("mode") if got.ok and got.output else None,
+                    "correct": (predicted == question.answer_index) if predicted is not None else None,
+                    "status": got.status,
+                    "failure": got.failure.kind if got.failure else None,
+                }
+        return {
+            "case_id": case.id,
+            "domain": case.domain,
+            "concept": case.concept,
+            "stages": stages,
+            "questions": questions,
+            "nodes": node_status(outcomes),
+        }
+
+    def summarize(self, records: list[dict[str, Any]], options: BaseModel) -> dict[str, Any]:
+        return scoring.score(records, getattr(options, "ability", "full"))
+
+    def tables(self, summary: dict[str, Any]) -> list[tuple[str, list[str], list[list[Any]]]]:
+        s = summary["scores"]
+        stage_rows = [[STAGE_TITLES[st], s["stages"][st]] + [s["questions"][q] for q in STAGE_QUESTIONS[st]] for st in STAGES]
+        stage_rows.append(["Overall", s["overall"], None, None, None])
+        question_rows = [[q, s["questions"][q], s["answered"][q], s["failed"][q]] for q in s["questions"]]
+        domain_rows = [[d, v] for d, v in s["domains"].items()]
+        return [
+            (f"Accuracy by stage (ability: {s['ability']})", ["Stage", "Score", "Q a", "Q b", "Q c"], stage_rows),
+            ("Accuracy by question", ["Question", "Accuracy", "Answered", "Failed"], question_rows),
+            ("Accuracy by domain", ["Domain", "Accuracy"], domain_rows),
+        ]
+
+    def views(self, record: dict[str, Any]) -> list[View]:
+        views = []
+        for stage in STAGES:
+            info = record["stages"][stage]
+            rows: list[tuple[str, str]] = [("instruction", info["instruction"])]
+            if info["status"] not in ("computed", "cached"):
+                rows.append(("image", info["status"]))
+            for qid in STAGE_QUESTIONS[stage]:
+                q = record["questions"][qid]
+                truth = f"{option_letter(q['answer'])}. {q['options'][q['answer']]}"
+                if q["predicted"] is None:
+                    said = f"— ({q['failure'] or q['status']})"
+                else:
+                    mark = "✓" if q["correct"] else "✗"
+                    said = f"{mark} {option_letter(q['predicted'])}. {q['options'][q['predicted']]}"
+                rows.append((f"{qid} {q['question']}", f"{said} (key: {truth})"))
+            verdicts = [record["questions"][q]["correct"] for q in STAGE_QUESTIONS[stage]]
+            views.append(View(STAGE_TITLES[stage], info["image"], rows, verdict=all(v is True for v in verdicts)))
+        return views
+
+
+PROTOCOL = UmniBench()

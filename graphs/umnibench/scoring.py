@@ -1,0 +1,60 @@
+"""UmniBench scoring: accuracy (0–100) per question, per stage, overall and per domain.
+
+Only answered questions count toward accuracy; a question whose answer is missing (a failed or
+blocked node) is counted under ``failed`` beside the score, never as wrong. A stage's score is the
+mean of its three question accuracies and the overall score the mean of the included questions'
+accuracies (with every question answered this equals pooled accuracy, as in the paper); a domain's
+score pools all its answered questions. In the editing-only mode the generation stage, whose image
+came from a fixed module, is left out of the overall and domain scores.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from statistics import mean
+from typing import Any
+
+from .cases import STAGE_QUESTIONS, STAGES
+
+#: Which stages count toward the overall score in each ability mode.
+SCORED_STAGES = {
+    "full": STAGES,
+    "understanding": STAGES,
+    "generation": STAGES,
+    "editing": ("interaction", "counterfactual"),
+}
+
+
+def _pct(correct: int, answered: int) -> float | None:
+    return round(100.0 * correct / answered, 4) if answered else None
+
+
+def score(records: list[dict[str, Any]], ability: str = "full") -> dict[str, Any]:
+    stages_counted = SCORED_STAGES[ability]
+    tally: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])  # correct, answered, failed
+    domains: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
+    for record in records:
+        for qid, q in record["questions"].items():
+            stage = q["stage"]
+            bucket = [tally[qid]] + ([domains[record["domain"]]] if stage in stages_counted else [])
+            for b in bucket:
+                if q["correct"] is None:
+                    b[2] += 1
+                else:
+                    b[0] += int(q["correct"])
+                    b[1] += 1
+    questions = {qid: _pct(*tally[qid][:2]) for stage in STAGES for qid in STAGE_QUESTIONS[stage]}
+    stages: dict[str, float | None] = {}
+    for stage in STAGES:
+        values = [questions[q] for q in STAGE_QUESTIONS[stage] if questions[q] is not None]
+        stages[stage] = round(mean(values), 4) if values and stage in stages_counted else None
+    included = [questions[q] for s in stages_counted for q in STAGE_QUESTIONS[s] if questions[q] is not None]
+    return {
+        "ability": ability,
+        "overall": round(mean(included), 4) if included else None,
+        "stages": stages,
+        "questions": questions,
+        "domains": {d: _pct(c, a) for d, (c, a, _f) in sorted(domains.items())},
+        "answered": {qid: tally[qid][1] for qid in questions},
+        "failed": {qid: tally[qid][2] for qid in questions},
+    }

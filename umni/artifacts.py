@@ -1,0 +1,132 @@
+"""Artifacts: what nodes produce and consume, and the content-addressed image store.
+
+Images are stored once, as PNG files named by the sha256 of their bytes, and passed around as
+`ImageRef` (hash and size). Everything else a node produces is a small JSON-able record. Hashing a
+value (`fingerprint`) is how the cache tells whether a node's inputs changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from PIL import Image, PngImagePlugin
+from pydantic import BaseModel, ConfigDict
+
+#: PNG text chunks with this prefix travel with an image (the reference backend keeps its scene there).
+CARRIED_TEXT_PREFIX = "umni-"
+
+
+class ImageRef(BaseModel):
+    """A stored image, by content hash."""
+
+    model_config = ConfigDict(frozen=True)
+
+    sha256: str
+    width: int
+    height: int
+
+    @property
+    def filename(self) -> str:
+        return f"{self.sha256}.png"
+
+
+def canonical_json(value: Any) -> str:
+    """JSON with sorted keys and no spaces: equal values give equal text, so equal hashes."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_encode)
+
+
+def _encode(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, (set, frozenset)):
+        return sorted(value)
+    if isinstance(value, Path):
+        return str(value)
+    raise TypeError(f"cannot fingerprint a value of type {type(value).__name__}")
+
+
+def fingerprint(value: Any) -> str:
+    return hashlib.sha256(canonical_json(value).encode()).hexdigest()
+
+
+def encode_png(image: Image.Image) -> bytes:
+    """PNG bytes of `image`, keeping the umni text chunks it carries and nothing else variable."""
+    info = PngImagePlugin.PngInfo()
+    for key, value in sorted(image.info.items()):
+        if isinstance(key, str) and key.startswith(CARRIED_TEXT_PREFIX) and isinstance(value, str):
+            info.add_text(key, value)
+    if image.mode not in ("RGB", "RGBA", "L"):
+        image = image.convert("RGB")
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG", pnginfo=info, compress_level=1)
+    return buffer.getvalue()
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    """Write through a temporary file and rename, so a crash never leaves a half-written file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    _atomic_write(path, text.encode())
+
+
+class BlobStore:
+    """Images stored once as `<root>/<aa>/<sha256>.png`, written atomically.
+
+    A blob is trusted only if its bytes still hash to its name; `open` checks that, so a file
+    damaged after it was written is treated as missing rather than used.
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+
+    def path(self, sha256: str) -> Path:
+        return self.root / sha256[:2] / f"{sha256}.png"
+
+    def put_png(self, data: bytes, width: int, height: int) -> ImageRef:
+        sha = hashlib.sha256(data).hexdigest()
+        target = self.path(sha)
+        if not target.exists():
+            _atomic_write(target, data)
+        return ImageRef(sha256=sha, width=width, height=height)
+
+    def put(self, image: Image.Image) -> ImageRef:
+        return self.put_png(encode_png(image), image.width, image.height)
+
+    def put_file(self, path: Path) -> ImageRef:
+        """Store an image file given by a case (any format PIL reads) as PNG."""
+        with Image.open(path) as image:
+            image.load()
+            return self.put(image)
+
+    def has(self, ref: ImageRef) -> bool:
+        return self.path(ref.sha256).exists()
+
+    def read_bytes(self, ref: ImageRef) -> bytes:
+        data = self.path(ref.sha256).read_bytes()
+        if hashlib.sha256(data).hexdigest() != ref.sha256:
+            raise FileNotFoundError(f"image blob {ref.sha256} is damaged")
+        return data
+
+    def open(self, ref: ImageRef) -> Image.Image:
+        image = Image.open(io.BytesIO(self.read_bytes(ref)))
+        image.load()
+        return image

@@ -1,0 +1,96 @@
+"""Backends and the registry that turns a spec into one.
+
+A backend is a class with a ``provider`` name that fills some roles. Built-in backends and
+third-party ones are found the same way, through the ``umni.backends`` entry-point group, so an
+adapter for a model that needs its own code can live in another package (see README, "Plugins").
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from importlib.metadata import entry_points
+from typing import Any, ClassVar
+
+from .errors import ConfigError
+from .roles import ALL_ROLES
+from .spec import Spec
+
+
+class Backend:
+    """Base class for backends.
+
+    Subclasses set ``provider`` and ``roles`` and implement the role interfaces (see ``roles``).
+    ``operational_params`` lists spec parameters that do not change outputs (latency, concurrency,
+    timeouts): they are left out of the backend identity so that changing them keeps the cache.
+    """
+
+    provider: ClassVar[str] = ""
+    roles: ClassVar[frozenset[str]] = frozenset()
+    operational_params: ClassVar[frozenset[str]] = frozenset({"concurrency", "timeout", "batch_size", "max_retries"})
+    default_concurrency: ClassVar[int] = 4
+
+    def __init__(self, spec: Spec) -> None:
+        self.spec = spec
+
+    def fills(self) -> frozenset[str]:
+        """The roles this instance fills (may depend on the model it loaded)."""
+        return self.roles
+
+    def identity(self) -> dict[str, Any]:
+        """What distinguishes this backend's outputs, for cache keys and run records."""
+        params = {k: v for k, v in self.spec.params if k not in self.operational_params}
+        return {"provider": self.spec.provider, "name": self.spec.name, "params": params}
+
+    def identity_hash(self) -> str:
+        text = json.dumps(self.identity(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    @property
+    def concurrency(self) -> int:
+        raw = self.spec.options.get("concurrency")
+        return int(raw) if raw else self.default_concurrency
+
+    async def start(self) -> None:
+        """Load weights or open connections; called once before the first node runs.
+
+        Constructors only validate the spec (cheaply, so bad specs fail before any work); heavy
+        loading happens here, once per process, shared by every node bound to this backend.
+        """
+
+    async def aclose(self) -> None:
+        """Release connections or memory; called once at the end of a run."""
+
+    def usage_key(self) -> str:
+        return str(Spec(provider=self.spec.provider, name=self.spec.name))
+
+
+def _registered() -> dict[str, Any]:
+    return {ep.name: ep for ep in entry_points(group="umni.backends")}
+
+
+def known_providers() -> list[str]:
+    return sorted(_registered())
+
+
+def backend_class(provider: str) -> type[Backend]:
+    registered = _registered()
+    if provider not in registered:
+        raise ConfigError(
+            f"unknown backend provider '{provider}'; known providers: {', '.join(sorted(registered)) or 'none'}"
+        )
+    cls = registered[provider].load()
+    if not (isinstance(cls, type) and issubclass(cls, Backend)):
+        raise ConfigError(f"entry point umni.backends:{provider} does not name a umni.backends.Backend subclass")
+    return cls
+
+
+def create_backend(spec: Spec) -> Backend:
+    """Instantiate the backend a spec names; fails early with what would work."""
+    return backend_class(spec.provider)(spec)
+
+
+def check_roles(roles: frozenset[str] | set[str]) -> None:
+    unknown = set(roles) - set(ALL_ROLES)
+    if unknown:
+        raise ConfigError(f"unknown role(s) {sorted(unknown)}; known roles: {', '.join(ALL_ROLES)}")

@@ -1,0 +1,81 @@
+"""Bindings: which backend fills each role of a run.
+
+`--model SPEC` binds every role that backend fills; `--role ROLE=SPEC` overrides one role. Equal
+specs share one backend instance, so a model bound to several roles is loaded once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from .backends import Backend, create_backend
+from .errors import ConfigError
+from .roles import ALL_ROLES, ROLE_INTERFACE
+from .spec import Spec, parse_role_binding
+
+
+class Bindings:
+    """Role → backend, with the specs that made them."""
+
+    def __init__(self, backends: Mapping[str, Backend]) -> None:
+        self.backends = dict(backends)
+
+    @classmethod
+    def from_specs(cls, model: str | Spec | None = None, roles: Iterable[str | tuple[str, Spec]] = ()) -> "Bindings":
+        instances: dict[str, Backend] = {}
+
+        def instance(spec: Spec) -> Backend:
+            key = str(spec)
+            if key not in instances:
+                instances[key] = create_backend(spec)
+            return instances[key]
+
+        bound: dict[str, Backend] = {}
+        if model is not None:
+            backend = instance(Spec.parse(model) if isinstance(model, str) else model)
+            for role in sorted(backend.fills()):
+                bound[role] = backend
+        for item in roles:
+            role, spec = parse_role_binding(item) if isinstance(item, str) else item
+            if role not in ALL_ROLES:
+                raise ConfigError(f"unknown role '{role}'; known roles: {', '.join(ALL_ROLES)}")
+            backend = instance(spec)
+            if role not in backend.fills():
+                raise ConfigError(
+                    f"backend '{spec}' cannot fill role '{role}'; it fills: {', '.join(sorted(backend.fills())) or 'nothing'}"
+                )
+            bound[role] = backend
+        for role, backend in bound.items():
+            if not isinstance(backend, ROLE_INTERFACE[role]):
+                raise ConfigError(f"backend '{backend.spec}' claims role '{role}' but lacks its methods")
+        return cls(bound)
+
+    def __contains__(self, role: str) -> bool:
+        return role in self.backends
+
+    def __getitem__(self, role: str) -> Backend:
+        return self.backends[role]
+
+    def roles(self) -> list[str]:
+        return sorted(self.backends)
+
+    def unique(self) -> list[Backend]:
+        seen: dict[int, Backend] = {}
+        for backend in self.backends.values():
+            seen.setdefault(id(backend), backend)
+        return list(seen.values())
+
+    def specs(self) -> dict[str, str]:
+        return {role: str(b.spec) for role, b in sorted(self.backends.items())}
+
+    def identities(self) -> dict[str, dict[str, Any]]:
+        return {role: b.identity() for role, b in sorted(self.backends.items())}
+
+    def replaced(self, role: str, spec: Spec) -> "Bindings":
+        """A copy with one role rebound (used by rejudge)."""
+        reuse = {str(b.spec): b for b in self.unique()}
+        backend = reuse.get(str(spec)) or create_backend(spec)
+        if role not in backend.fills():
+            raise ConfigError(f"backend '{spec}' cannot fill role '{role}'")
+        return Bindings({**self.backends, role: backend})

@@ -1,0 +1,184 @@
+"""The `umni` command line.
+
+Exit codes: 0 when a run completed (recorded node failures included: they are results too),
+1 when it could not complete, 2 on usage or input errors (nothing was run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from .errors import InputError, UmniError
+
+EXIT_OK, EXIT_INCOMPLETE, EXIT_INPUT = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse exits 2 on usage errors; keep that, say it plainly
+        self.print_usage(sys.stderr)
+        print(f"umni: {message}", file=sys.stderr)
+        raise SystemExit(EXIT_INPUT)
+
+
+def _key_value(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got '{text}'")
+    return key, value
+
+
+def _add_run_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--cases", type=Path, help="case file or folder (default: the bundled set)")
+    p.add_argument("--model", help="backend SPEC bound to every role it fills, e.g. sim/umm")
+    p.add_argument("--role", action="append", default=[], metavar="ROLE=SPEC", help="bind one role (repeatable)")
+    p.add_argument("--out", type=Path, help="run directory; the same directory resumes (default: runs/<protocol>-<hash of the command>)")
+    p.add_argument("--cache", type=Path, help="cache directory shared across runs (default: $UMNI_CACHE or the user cache dir)")
+    p.add_argument("--limit", type=int, help="run only the first N cases")
+    p.add_argument("--concurrency", type=int, help="calls in flight per backend (a spec's ?concurrency= wins)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--option", action="append", default=[], type=_key_value, metavar="KEY=VALUE", help="protocol option (repeatable)")
+    p.add_argument("--max-attempts", type=int, default=5, help="tries per call for retryable errors")
+    p.add_argument("--retry-budget", type=float, default=600.0, help="seconds one call may spend retrying")
+    p.add_argument("--quiet", action="store_true", help="no live progress display")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="umni", description="Evaluate unified multimodal models as async graphs.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    run = sub.add_parser("run", help="run (or resume) a protocol")
+    run.add_argument("protocol")
+    _add_run_args(run)
+
+    sub.add_parser("protocols", help="list protocols and the roles they use")
+    sub.add_parser("backends", help="list backend providers and the roles they fill")
+
+    cases = sub.add_parser("cases", help="check a case file, or print a case schema")
+    cases_sub = cases.add_subparsers(dest="cases_command", required=True, parser_class=_Parser)
+    check = cases_sub.add_parser("check", help="validate a case file and report what is wrong or repaired")
+    check.add_argument("protocol")
+    check.add_argument("path", type=Path, nargs="?")
+    schema = cases_sub.add_parser("schema", help="print the JSON Schema of a protocol's cases")
+    schema.add_argument("protocol")
+    return parser
+
+
+def _default_out(request: Any, protocol: Any, options: Any, case_set: Any, bindings: Any) -> Path:
+    from .artifacts import fingerprint
+
+    tag = fingerprint([protocol.name, str(case_set.path.resolve()), bindings.identities(), options.model_dump(mode="json"), request.seed])
+    return Path("runs") / f"{protocol.name}-{tag[:10]}"
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from .evaluation import RunRequest, evaluate, prepare
+    from .runner import RetryPolicy
+
+    request = RunRequest(
+        protocol=args.protocol,
+        out=args.out or Path("."),
+        cases=args.cases,
+        model=args.model,
+        roles=args.role,
+        cache=args.cache,
+        limit=args.limit,
+        concurrency=args.concurrency,
+        seed=args.seed,
+        options=dict(args.option),
+        retry=RetryPolicy(max_attempts=args.max_attempts, budget_seconds=args.retry_budget),
+        progress=False if args.quiet else None,
+    )
+    if request.model is None and not request.roles:
+        raise InputError("bind a model: --model SPEC (e.g. --model sim/umm) and/or --role ROLE=SPEC")
+    if args.out is None:
+        request.out = _default_out(request, *prepare(request))
+    result = evaluate(request)
+    summary = result.summary
+    counts = summary["counts"]
+    failed = {k: v for k, v in summary["failures"].items() if v}
+    print(
+        f"{summary['title']}: {counts['cases']} cases, {counts['nodes']} nodes "
+        f"({counts['computed']} computed, {counts['cached']} cached, {counts['failed']} failed, {counts['blocked']} blocked)"
+    )
+    if failed:
+        print("failures (counted apart from scores): " + ", ".join(f"{k} {v}" for k, v in failed.items()))
+    if counts["skipped_cases"]:
+        print(f"skipped cases: {counts['skipped_cases']} (reasons in summary.json)")
+    scores = summary["scores"]
+    if "overall" in scores:
+        print(f"overall: {scores['overall']}")
+    print(f"summary: {result.out / 'summary.json'}")
+    print(f"report:  {result.report}")
+    return EXIT_OK
+
+
+def cmd_protocols(args: argparse.Namespace) -> int:
+    from .protocol import get_protocol, known_protocols
+
+    for name in known_protocols():
+        try:
+            protocol = get_protocol(name)
+        except Exception as exc:  # a protocol whose module is broken is still listed, with why
+            print(f"{name:<10} (unavailable: {exc})")
+            continue
+        print(f"{name:<10} {protocol.title}  roles: {', '.join(protocol.roles)}")
+    return EXIT_OK
+
+
+def cmd_backends(args: argparse.Namespace) -> int:
+    from .backends import backend_class, known_providers
+
+    for provider in known_providers():
+        try:
+            cls = backend_class(provider)
+        except Exception as exc:
+            print(f"{provider:<10} (unavailable: {exc})")
+            continue
+        doc = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
+        print(f"{provider:<10} roles: {', '.join(sorted(cls.roles))}  {doc}")
+    return EXIT_OK
+
+
+def cmd_cases(args: argparse.Namespace) -> int:
+    from .protocol import get_protocol
+
+    protocol = get_protocol(args.protocol)
+    if args.cases_command == "schema":
+        case_type = protocol.__orig_bases__[0].__args__[0]  # type: ignore[attr-defined]
+        print(json.dumps(case_type.model_json_schema(), indent=2))
+        return EXIT_OK
+    options = protocol.parse_options({})
+    path = args.path or protocol.bundled_cases()
+    case_set = protocol.load(path, options)
+    print(f"{path}: {len(case_set.cases)} cases valid")
+    for note in case_set.notes:
+        print(f"  repaired/noted: record {note.record}, field '{note.field}': {note.message}")
+    for skipped in case_set.skipped:
+        print(f"  will be skipped: {skipped.case_id}: {skipped.reason}")
+    return EXIT_OK
+
+
+COMMANDS = {"run": cmd_run, "protocols": cmd_protocols, "backends": cmd_backends, "cases": cmd_cases}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except InputError as exc:
+        print(f"umni: error: {exc.describe()}", file=sys.stderr)
+        return EXIT_INPUT
+    except KeyboardInterrupt:
+        print("umni: interrupted; run the same command again to resume", file=sys.stderr)
+        return EXIT_INCOMPLETE
+    except UmniError as exc:
+        print(f"umni: error: {exc}", file=sys.stderr)
+        return EXIT_INCOMPLETE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,246 @@
+"""Running a protocol into a run directory: the orchestration behind `umni run` and the Python API.
+
+A run directory holds ``run.json`` (the command that made it), ``run.db`` (finished cases),
+``events.jsonl``, and — rewritten whole at the end of every invocation — ``results.jsonl``,
+``summary.json`` and ``report.html``. Running the same command into the same directory resumes; a
+different command is refused rather than mixed in.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import time
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import platformdirs
+
+from . import __version__
+from .artifacts import atomic_write_text, canonical_json, fingerprint
+from .bindings import Bindings
+from .errors import InputError
+from .events import EventLog
+from .graph import Graph
+from .outcomes import FAILURE_KINDS, Outcome
+from .progress import Progress
+from .protocol import CaseSet, Protocol, get_protocol
+from .runner import CaseJob, RetryPolicy, Runner
+from .store import Cache, RunStore
+
+
+def default_cache_dir() -> Path:
+    env = os.environ.get("UMNI_CACHE")
+    return Path(env) if env else Path(platformdirs.user_cache_dir("umni"))
+
+
+@dataclass
+class RunRequest:
+    """Everything `umni run` takes; also the Python entry point's argument."""
+
+    protocol: str
+    out: Path
+    cases: Path | None = None
+    model: str | None = None
+    roles: Sequence[str] = ()
+    cache: Path | None = None
+    limit: int | None = None
+    concurrency: int | None = None
+    seed: int = 0
+    options: dict[str, str] = field(default_factory=dict)
+    retry: RetryPolicy = RetryPolicy()
+    progress: bool | None = None
+
+
+@dataclass
+class RunResult:
+    out: Path
+    summary: dict[str, Any]
+
+    @property
+    def report(self) -> Path:
+        return self.out / "report.html"
+
+
+def _files_fingerprint(path: Path) -> str:
+    """Content hash of a case file, or of every file in a case folder (names and bytes)."""
+    if path.is_file():
+        return fingerprint({"file": path.name, "sha": _sha(path)})
+    entries = sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith("."))
+    return fingerprint([[str(p.relative_to(path)), _sha(p)] for p in entries if p.suffix in (".json", ".jsonl", ".yaml", ".yml")])
+
+
+def _sha(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@contextmanager
+def _locked(out: Path) -> Iterator[None]:
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / ".lock", "w") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise InputError("another umni process is using this run directory; wait for it or pick another --out", path=out) from None
+        yield
+
+
+def _check_manifest(out: Path, manifest: dict[str, Any]) -> None:
+    path = out / "run.json"
+    if path.exists():
+        try:
+            old = json.loads(path.read_text())
+        except json.JSONDecodeError:
+            raise InputError("run.json is not valid JSON; this does not look like a umni run directory", path=path) from None
+        differing = [k for k in ("protocol", "cases", "identities", "options", "seed") if old.get(k) != manifest.get(k)]
+        if differing:
+            raise InputError(
+                "this run directory was made by a different command (it differs in: "
+                + ", ".join(differing)
+                + "); resume it with the same command, or choose another --out",
+                path=out,
+            )
+    else:
+        atomic_write_text(path, json.dumps(manifest, indent=2, ensure_ascii=False))
+
+
+def prepare(request: RunRequest) -> tuple[Protocol[Any], Any, CaseSet[Any], Bindings]:
+    """Everything that can fail on bad input, done before any model is loaded or called."""
+    protocol = get_protocol(request.protocol)
+    options = protocol.parse_options(dict(request.options))
+    path = Path(request.cases) if request.cases else protocol.bundled_cases()
+    if not path.exists():
+        raise InputError("case file or folder does not exist", path=path)
+    case_set = protocol.load(path, options)
+    bindings = Bindings.from_specs(request.model, request.roles)
+    if case_set.cases:
+        protocol.build(case_set.cases[0], options).validate(bindings.backends)
+    return protocol, options, case_set, bindings
+
+
+def evaluate(request: RunRequest) -> RunResult:
+    """Run (or resume) a protocol into `request.out`; returns the summary written there."""
+    protocol, options, case_set, bindings = prepare(request)
+    return anyio.run(_evaluate, request, protocol, options, case_set, bindings)
+
+
+async def _evaluate(
+    request: RunRequest, protocol: Protocol[Any], options: Any, case_set: CaseSet[Any], bindings: Bindings
+) -> RunResult:
+    out = Path(request.out)
+    cases = case_set.cases[: request.limit] if request.limit is not None else case_set.cases
+    manifest = {
+        "protocol": protocol.name,
+        "cases": {"path": str(case_set.path.resolve()), "fingerprint": _files_fingerprint(case_set.path)},
+        "bindings": bindings.specs(),
+        "identities": bindings.identities(),
+        "options": options.model_dump(mode="json"),
+        "seed": request.seed,
+        "umni": __version__,
+    }
+    with _locked(out):
+        _check_manifest(out, manifest)
+        cache = Cache(Path(request.cache) if request.cache else default_cache_dir())
+        store = RunStore(out / "run.db")
+        events = EventLog(out / "events.jsonl")
+        started = time.time()
+        done_before = store.complete_ids()
+        reused_nodes = 0
+        by_id = {protocol.case_id(c): c for c in cases}
+        jobs = []
+        for position, case in enumerate(cases):
+            cid = protocol.case_id(case)
+            if cid in done_before:
+                reused_nodes += len((store.record(cid) or {}).get("nodes", {}))
+                continue
+            jobs.append(CaseJob(position, cid, lambda case=case: protocol.build(case, options)))
+
+        def case_done(job: CaseJob, graph: Graph, outcomes: dict[str, Outcome]) -> None:
+            record = protocol.record(by_id[job.case_id], outcomes, options)
+            complete = all(o.status in ("computed", "cached", "skipped") for o in outcomes.values())
+            store.put(job.case_id, job.position, record, complete)
+
+        events.emit("run.start", protocol=protocol.name, bindings=bindings.specs(), cases=len(cases), resumed=len(done_before))
+        progress = Progress(f"umni {protocol.name}", enabled=request.progress)
+        progress.cases_total = len(cases)
+        progress.cases_done = len(cases) - len(jobs)
+        runner = Runner(
+            bindings, cache, seed=request.seed, concurrency=request.concurrency, retry=request.retry, events=events, progress=progress
+        )
+        try:
+            with progress:
+                stats = await runner.run(jobs, case_done)
+        finally:
+            for backend in bindings.unique():
+                await backend.aclose()
+        wanted = set(by_id)
+        records = [r for r in store.records() if r.get("case_id") in wanted]
+        summary = _summary(protocol, options, case_set, bindings, records, stats, reused_nodes, time.time() - started)
+        summary["run_dir"] = str(out)
+        _write_outputs(out, protocol, summary, records, cache)
+        events.emit("run.end", counts=summary["counts"], failures=summary["failures"])
+        events.close()
+        store.close()
+        cache.close()
+    return RunResult(out, summary)
+
+
+def _summary(
+    protocol: Protocol[Any],
+    options: Any,
+    case_set: CaseSet[Any],
+    bindings: Bindings,
+    records: list[dict[str, Any]],
+    stats: Any,
+    reused_nodes: int,
+    seconds: float,
+) -> dict[str, Any]:
+    failures: Counter[str] = Counter()
+    statuses: Counter[str] = Counter()
+    for record in records:
+        for node in record.get("nodes", {}).values():
+            statuses[node["status"]] += 1
+            if "failure" in node:
+                failures[node["failure"]["kind"]] += 1
+    counts = {
+        "cases": len(records),
+        "nodes": sum(stats.statuses.values()) + reused_nodes,
+        "computed": stats.statuses["computed"],
+        "cached": stats.statuses["cached"] + reused_nodes,
+        "failed": stats.statuses["failed"],
+        "blocked": stats.statuses["blocked"],
+        "skipped": stats.statuses["skipped"],
+        "skipped_cases": len(case_set.skipped),
+    }
+    return {
+        "protocol": protocol.name,
+        "title": protocol.title,
+        "bindings": bindings.specs(),
+        "backends": bindings.identities(),
+        "options": options.model_dump(mode="json"),
+        "counts": counts,
+        "failures": {kind: failures[kind] for kind in FAILURE_KINDS} | {"blocked": statuses["blocked"]},
+        "calls": dict(sorted(stats.calls.items())),
+        "usage": {role: asdict(u) for role, u in sorted(stats.usage.items())},
+        "wall_seconds": round(seconds, 3),
+        "skipped_cases": [asdict(s) for s in case_set.skipped],
+        "notes": len(case_set.notes),
+        "scores": protocol.summarize(records, options),
+    }
+
+
+def _write_outputs(out: Path, protocol: Protocol[Any], summary: dict[str, Any], records: list[dict[str, Any]], cache: Cache) -> None:
+    from .report import write_report
+
+    lines = "".join(canonical_json(r) + "\n" for r in records)
+    atomic_write_text(out / "results.jsonl", lines)
+    atomic_write_text(out / "summary.json", json.dumps(summary, indent=2, ensure_ascii=False))
+    write_report(out, protocol, summary, records, cache.blobs)

@@ -1,0 +1,225 @@
+"""Evaluation graphs: nodes of kinds generate / edit / answer / respond / judge / tool / compute.
+
+A graph is built per case. Edges come from data: a node's prompt, images or inputs name other nodes
+(`Ref`), and the node runs once those have finished. Bounded loops (reflection rounds) are unrolled
+into ordinary nodes with a `when` condition, so each round caches and resumes like any other node.
+
+    g = Graph("case-1")
+    img = g.generate("draw", ["a red cube left of a blue ball"])
+    ans = g.answer("q1", ["What colour is the cube?", img], options=["red", "blue"])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Union
+
+import networkx as nx
+
+from . import roles as R
+from .errors import ConfigError
+
+NodeKind = Literal["generate", "edit", "answer", "respond", "judge", "tool", "compute"]
+
+#: Which role each model-calling node kind uses by default.
+DEFAULT_ROLE: dict[str, str] = {
+    "generate": R.GENERATE,
+    "edit": R.EDIT,
+    "answer": R.UNDERSTAND,
+    "respond": R.UNDERSTAND,
+    "judge": R.JUDGE,
+}
+
+
+@dataclass(frozen=True)
+class Ref:
+    """The output of another node of the same graph, used as an input.
+
+    `optional` inputs receive None when that node was skipped or failed, instead of blocking.
+    """
+
+    node: str
+    optional: bool = False
+
+    def maybe(self) -> "Ref":
+        return Ref(self.node, optional=True)
+
+
+@dataclass(frozen=True)
+class ImageFile:
+    """An image given by the case (a file on disk), stored by content when the node runs."""
+
+    path: Path
+
+
+#: A prompt part: literal text, an image file from the case, or another node's output
+#: (an image, or text such as a plan or a critique).
+PromptPart = Union[str, ImageFile, Ref]
+
+
+@dataclass
+class Node:
+    """One step. Only `params` (plus inputs, role binding, seed, repeat) enter the cache key.
+
+    `when` decides from the node's input values whether the node runs at all (False: skipped);
+    it is control flow, not part of what is computed, so it is not hashed.
+    """
+
+    id: str
+    kind: NodeKind
+    role: str | None = None
+    prompt: tuple[PromptPart, ...] = ()
+    images: tuple[ImageFile | Ref, ...] = ()
+    inputs: dict[str, Ref] = field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=dict)
+    fn: Callable[..., Any] | None = None
+    parse: Callable[[str], Any] | None = None
+    when: Callable[..., bool] | None = None
+    version: str = "1"
+    repeat: int = 0
+
+    def refs(self) -> list[Ref]:
+        found = [p for p in self.prompt if isinstance(p, Ref)]
+        found += [p for p in self.images if isinstance(p, Ref)]
+        found += list(self.inputs.values())
+        return found
+
+    def upstream(self) -> set[str]:
+        return {r.node for r in self.refs()}
+
+
+def _parts(prompt: str | PromptPart | Sequence[PromptPart]) -> tuple[PromptPart, ...]:
+    if isinstance(prompt, (str, Ref, ImageFile)):
+        return (prompt,)
+    return tuple(prompt)
+
+
+def _callable_name(fn: Callable[..., Any]) -> str:
+    return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
+
+
+class Graph:
+    """The nodes of one case. Builder methods return a `Ref` to the new node's output."""
+
+    def __init__(self, case_id: str) -> None:
+        self.case_id = case_id
+        self.nodes: dict[str, Node] = {}
+
+    def add(self, node: Node) -> Ref:
+        if node.id in self.nodes:
+            raise ConfigError(f"graph for case '{self.case_id}': node id '{node.id}' is used twice")
+        if node.kind in DEFAULT_ROLE and node.role is None:
+            node.role = DEFAULT_ROLE[node.kind]
+        self.nodes[node.id] = node
+        return Ref(node.id)
+
+    def generate(self, id: str, prompt: str | Sequence[PromptPart], *, role: str | None = None, **params: Any) -> Ref:
+        """An image from an interleaved prompt."""
+        return self.add(Node(id, "generate", role=role, prompt=_parts(prompt), params=params))
+
+    def edit(
+        self,
+        id: str,
+        images: ImageFile | Ref | Sequence[ImageFile | Ref],
+        instruction: str | Sequence[PromptPart],
+        *,
+        role: str | None = None,
+        **params: Any,
+    ) -> Ref:
+        """An image made by editing `images` as `instruction` says."""
+        imgs = (images,) if isinstance(images, (ImageFile, Ref)) else tuple(images)
+        return self.add(Node(id, "edit", role=role, images=imgs, prompt=_parts(instruction), params=params))
+
+    def answer(
+        self, id: str, prompt: str | Sequence[PromptPart], options: Sequence[str], *, role: str | None = None, **params: Any
+    ) -> Ref:
+        """A multiple-choice answer: output {"index", "text", "mode"}."""
+        return self.add(Node(id, "answer", role=role, prompt=_parts(prompt), params={"options": list(options), **params}))
+
+    def respond(self, id: str, prompt: str | Sequence[PromptPart], *, role: str | None = None, **params: Any) -> Ref:
+        """Free text (a plan, a rewrite, a critique): output {"text"}."""
+        return self.add(Node(id, "respond", role=role, prompt=_parts(prompt), params=params))
+
+    def judge(
+        self,
+        id: str,
+        prompt: str | Sequence[PromptPart],
+        parse: Callable[[str], Any],
+        *,
+        repeat: int = 0,
+        role: str | None = None,
+        when: Callable[..., bool] | None = None,
+        **params: Any,
+    ) -> Ref:
+        """A judge's verdict: output {"text", "value"} where value = parse(text).
+
+        `parse` raises `ParseFailure` on answers outside the requested format; the call is then
+        repeated a bounded number of times and finally recorded as a parse failure.
+        """
+        params = {"parser": _callable_name(parse), **params}
+        node = Node(id, "judge", role=role, prompt=_parts(prompt), params=params, parse=parse, repeat=repeat, when=when)
+        return self.add(node)
+
+    def tool(self, id: str, role: str, image: ImageFile | Ref, **params: Any) -> Ref:
+        """A tool call (ocr / detect / embed) on one image: output {"value"}."""
+        return self.add(Node(id, "tool", role=role, images=(image,), params=params))
+
+    def compute(
+        self,
+        id: str,
+        fn: Callable[..., Any],
+        *,
+        version: str = "1",
+        when: Callable[..., bool] | None = None,
+        **inputs: Ref,
+    ) -> Ref:
+        """Plain Python over other nodes' outputs (images arrive as PIL images): output {"value"}.
+
+        Bump `version` when `fn` changes what it returns, so cached values are not reused.
+        """
+        node = Node(id, "compute", inputs=dict(inputs), fn=fn, version=version, when=when)
+        node.params = {"fn": _callable_name(fn)}
+        return self.add(node)
+
+    def when(self, ref: Ref, condition: Callable[..., bool], **inputs: Ref) -> None:
+        """Run the node behind `ref` only if `condition(**input values)` holds."""
+        node = self.nodes[ref.node]
+        node.when = condition
+        node.inputs.update(inputs)
+
+    # ----------------------------------------------------------------- validation
+    def required_roles(self) -> set[str]:
+        return {n.role for n in self.nodes.values() if n.role}
+
+    def validate(self, bound_roles: Mapping[str, object] | None = None) -> list[str]:
+        """Check the graph; return node ids in a dependency order. Errors name the node."""
+        dag = nx.DiGraph()
+        dag.add_nodes_from(self.nodes)
+        for node in self.nodes.values():
+            if node.kind not in DEFAULT_ROLE and node.kind not in ("tool", "compute"):
+                raise ConfigError(f"case '{self.case_id}', node '{node.id}': unknown node kind '{node.kind}'")
+            for ref in node.refs():
+                if ref.node not in self.nodes:
+                    raise ConfigError(
+                        f"case '{self.case_id}', node '{node.id}': input refers to node '{ref.node}', which is not in the graph"
+                    )
+                dag.add_edge(ref.node, node.id)
+            if node.kind == "compute" and node.fn is None:
+                raise ConfigError(f"case '{self.case_id}', node '{node.id}': compute node has no function")
+            if node.kind == "tool" and node.role not in R.TOOL_ROLES:
+                raise ConfigError(f"case '{self.case_id}', node '{node.id}': tool role must be one of {', '.join(R.TOOL_ROLES)}")
+            if node.kind == "edit" and not node.images:
+                raise ConfigError(f"case '{self.case_id}', node '{node.id}': edit node has no input image")
+            if bound_roles is not None and node.role and node.role not in bound_roles:
+                raise ConfigError(
+                    f"case '{self.case_id}', node '{node.id}' needs role '{node.role}', which the binding does not fill "
+                    f"(bound: {', '.join(sorted(bound_roles)) or 'nothing'}); bind it with --role {node.role}=SPEC"
+                )
+        try:
+            cycle = nx.find_cycle(dag)
+        except nx.NetworkXNoCycle:
+            return list(nx.topological_sort(dag))
+        path = " -> ".join(edge[0] for edge in cycle) + f" -> {cycle[0][0]}"
+        raise ConfigError(f"case '{self.case_id}': the graph has a cycle: {path}")

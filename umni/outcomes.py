@@ -1,0 +1,70 @@
+"""What happened to each node: a result, or a typed failure that is counted, never scored.
+
+Statuses: ``computed`` (called a backend or ran code now), ``cached`` (taken from the cache),
+``failed`` (gave up; `Failure.kind` says why), ``skipped`` (its `when` condition was false, or an
+input it needs was skipped), ``blocked`` (an input it needs failed).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .artifacts import ImageRef
+
+Status = Literal["computed", "cached", "failed", "skipped", "blocked"]
+
+#: Failure kinds, each counted on its own line of a summary.
+FAILURE_KINDS = ("backend", "parse", "invalid", "degenerate", "input", "internal")
+
+
+@dataclass
+class Failure:
+    kind: str
+    message: str
+    attempts: int = 1
+    raw: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"kind": self.kind, "message": self.message, "attempts": self.attempts}
+        if self.raw is not None:
+            data["raw"] = self.raw[:2000]
+        return data
+
+
+@dataclass
+class Outcome:
+    node: str
+    status: Status
+    output: dict[str, Any] | None = None
+    failure: Failure | None = None
+    fingerprint: str | None = None
+    usage: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.status in ("computed", "cached")
+
+    @property
+    def image(self) -> ImageRef | None:
+        if self.ok and self.output and "image" in self.output:
+            return ImageRef(**self.output["image"])
+        return None
+
+    @property
+    def value(self) -> Any:
+        """The node's main value: a parsed judgement, a tool or compute result, an answer or text."""
+        if not self.ok or self.output is None:
+            return None
+        for key in ("value", "index", "text"):
+            if key in self.output:
+                return self.output[key]
+        return self.output
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"status": self.status}
+        if self.output is not None:
+            data["output"] = self.output
+        if self.failure is not None:
+            data["failure"] = self.failure.to_json()
+        return data

@@ -1,0 +1,131 @@
+"""Protocols: a case type, a graph per case, and the scoring that reproduces the official tables.
+
+A protocol is found by name through the ``umni.protocols`` entry-point group. It loads and validates
+a case file, builds one graph per case, turns each finished case into a record (one line of
+``results.jsonl``), and aggregates records into the paper's table layout (``summary.json`` scores).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any, ClassVar, Generic, TypeVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from .errors import ConfigError
+from .graph import Graph
+from .outcomes import Outcome
+
+CaseT = TypeVar("CaseT")
+
+
+@dataclass
+class Skipped:
+    """A case left out of the run, with the reason (missing images, say); counted in the summary."""
+
+    case_id: str
+    reason: str
+
+
+@dataclass
+class Note:
+    """Something the loader repaired or wants the user to know (a quirk of the official file)."""
+
+    record: str
+    field: str
+    message: str
+
+
+@dataclass
+class CaseSet(Generic[CaseT]):
+    path: Path
+    cases: list[CaseT]
+    skipped: list[Skipped] = field(default_factory=list)
+    notes: list[Note] = field(default_factory=list)
+
+
+@dataclass
+class View:
+    """One panel of a case in the HTML report: a title, maybe an image, and rows of facts."""
+
+    title: str
+    image: str | None = None
+    rows: list[tuple[str, str]] = field(default_factory=list)
+    verdict: bool | None = None
+
+
+class NoOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Protocol(ABC, Generic[CaseT]):
+    """Base class for protocols. Subclasses fill in the abstract methods."""
+
+    name: ClassVar[str]
+    title: ClassVar[str]
+    #: Roles the graph uses with default options (shown by `umni protocols`).
+    roles: ClassVar[tuple[str, ...]]
+    Options: ClassVar[type[BaseModel]] = NoOptions
+
+    @abstractmethod
+    def bundled_cases(self) -> Path: ...
+
+    @abstractmethod
+    def load(self, path: Path, options: BaseModel) -> CaseSet[CaseT]:
+        """Load and validate a case file or folder; raise InputError(s) naming file, record, field."""
+
+    @abstractmethod
+    def case_id(self, case: CaseT) -> str: ...
+
+    @abstractmethod
+    def build(self, case: CaseT, options: BaseModel) -> Graph: ...
+
+    @abstractmethod
+    def record(self, case: CaseT, outcomes: dict[str, Outcome], options: BaseModel) -> dict[str, Any]:
+        """The results.jsonl line of a finished case: every answer, its correctness, node statuses."""
+
+    @abstractmethod
+    def summarize(self, records: list[dict[str, Any]], options: BaseModel) -> dict[str, Any]:
+        """Scores laid out like the paper's main table (failures counted apart, never as 0)."""
+
+    def tables(self, summary: dict[str, Any]) -> list[tuple[str, list[str], list[list[Any]]]]:
+        """Paper-style tables for reports: (title, header, rows)."""
+        return []
+
+    def views(self, record: dict[str, Any]) -> list[View]:
+        """How a case record appears in the HTML report."""
+        return []
+
+    def parse_options(self, pairs: dict[str, str]) -> BaseModel:
+        try:
+            return self.Options(**pairs)
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+            fields = ", ".join(self.Options.model_fields) or "none"
+            raise ConfigError(f"bad --option for protocol '{self.name}': {problems} (options: {fields})") from None
+
+
+def known_protocols() -> list[str]:
+    return sorted(ep.name for ep in entry_points(group="umni.protocols"))
+
+
+def get_protocol(name: str) -> Protocol[Any]:
+    found = {ep.name: ep for ep in entry_points(group="umni.protocols")}
+    if name not in found:
+        raise ConfigError(f"unknown protocol '{name}'; known protocols: {', '.join(sorted(found))}")
+    obj = found[name].load()
+    return obj() if isinstance(obj, type) else obj
+
+
+def node_status(outcomes: dict[str, Outcome]) -> dict[str, dict[str, Any]]:
+    """Per-node status (and failure) for a case record; outputs are summarised by the protocol."""
+    result = {}
+    for nid, outcome in outcomes.items():
+        entry: dict[str, Any] = {"status": outcome.status}
+        if outcome.failure is not None:
+            entry["failure"] = outcome.failure.to_json()
+        result[nid] = entry
+    return result

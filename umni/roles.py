@@ -1,0 +1,160 @@
+"""Roles: the abilities a graph asks for, and the async interfaces a backend implements to fill them.
+
+A graph node names a role (``understand``, ``generate``, ``edit``, ``judge``, or a tool role such as
+``ocr``); a binding maps each role of a run to one backend. Interfaces are async and take plain
+values (text and PIL images), so a backend may run in this process, behind an HTTP endpoint, or on
+another machine without the graph, runner or store knowing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, Union, runtime_checkable
+
+import numpy as np
+from PIL import Image
+
+UNDERSTAND = "understand"
+GENERATE = "generate"
+EDIT = "edit"
+JUDGE = "judge"
+OCR = "ocr"
+DETECT = "detect"
+EMBED = "embed"
+
+MODEL_ROLES = (UNDERSTAND, GENERATE, EDIT, JUDGE)
+TOOL_ROLES = (OCR, DETECT, EMBED)
+ALL_ROLES = MODEL_ROLES + TOOL_ROLES
+
+#: One part of an interleaved prompt: text, or an image placed at that point.
+Part = Union[str, Image.Image]
+
+
+@dataclass
+class Usage:
+    """What one call consumed, so a run can report its cost inputs."""
+
+    calls: int = 1
+    input_tokens: int = 0
+    output_tokens: int = 0
+    images_in: int = 0
+    images_out: int = 0
+
+    def add(self, other: "Usage") -> None:
+        self.calls += other.calls
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.images_in += other.images_in
+        self.images_out += other.images_out
+
+
+@dataclass
+class TextReply:
+    """A free-text answer (understanding, judging, planning, rewriting)."""
+
+    text: str
+    usage: Usage = field(default_factory=Usage)
+
+
+@dataclass
+class ChoiceReply:
+    """A multiple-choice answer.
+
+    ``index`` is the chosen option (0-based), or None when the reply named no valid option; ``mode``
+    records how the choice was made (``letter``: the model wrote a letter that was parsed;
+    ``likelihood``: the option letters were scored; ``scene``/``pixels``/``guess`` for the reference
+    backend), because a score is only comparable with scores made the same way.
+    """
+
+    index: int | None
+    text: str
+    mode: str
+    usage: Usage = field(default_factory=Usage)
+
+
+@dataclass
+class ImageReply:
+    """An image made by a generate or edit call."""
+
+    image: Image.Image
+    usage: Usage = field(default_factory=Usage)
+
+
+@dataclass
+class OcrLine:
+    """One line of recognised text, its box (x0, y0, x1, y1 in pixels) and confidence."""
+
+    text: str
+    box: tuple[float, float, float, float]
+    confidence: float
+
+
+@dataclass
+class Detection:
+    """One detected object: label asked for, box (x0, y0, x1, y1 in pixels), score."""
+
+    label: str
+    box: tuple[float, float, float, float]
+    score: float
+
+
+@runtime_checkable
+class Understander(Protocol):
+    """Fills ``understand`` and ``judge``: reads an interleaved prompt and answers."""
+
+    async def respond(self, parts: Sequence[Part], *, max_tokens: int = 512, seed: int = 0) -> TextReply: ...
+
+    async def choose(self, parts: Sequence[Part], options: Sequence[str], *, seed: int = 0) -> ChoiceReply: ...
+
+
+@runtime_checkable
+class Generator(Protocol):
+    """Fills ``generate``: draws one image from an interleaved prompt (text, maybe images)."""
+
+    async def generate(self, parts: Sequence[Part], *, seed: int = 0) -> ImageReply: ...
+
+
+@runtime_checkable
+class Editor(Protocol):
+    """Fills ``edit``: changes the given image(s) as the instruction says."""
+
+    async def edit(self, images: Sequence[Image.Image], instruction: str, *, seed: int = 0) -> ImageReply: ...
+
+
+@runtime_checkable
+class TextReader(Protocol):
+    """Fills ``ocr``."""
+
+    async def read_text(self, image: Image.Image) -> list[OcrLine]: ...
+
+
+@runtime_checkable
+class ObjectDetector(Protocol):
+    """Fills ``detect``: open-vocabulary boxes for the labels asked for."""
+
+    async def detect(self, image: Image.Image, labels: Sequence[str]) -> list[Detection]: ...
+
+
+@runtime_checkable
+class ImageEmbedder(Protocol):
+    """Fills ``embed``: one feature vector per image (rows of the returned array)."""
+
+    async def embed(self, images: Sequence[Image.Image]) -> np.ndarray: ...
+
+
+#: The interface each role requires of the backend bound to it.
+ROLE_INTERFACE: dict[str, type] = {
+    UNDERSTAND: Understander,
+    JUDGE: Understander,
+    GENERATE: Generator,
+    EDIT: Editor,
+    OCR: TextReader,
+    DETECT: ObjectDetector,
+    EMBED: ImageEmbedder,
+}
+
+
+def option_letter(index: int) -> str:
+    """A, B, C, … for option 0, 1, 2, …"""
+    return chr(ord("A") + index)
