@@ -18,7 +18,7 @@ import itertools
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -98,6 +98,7 @@ class _CaseRun:
         self.graph = graph
         self.order = {nid: i for i, nid in enumerate(order)}
         self.outcomes: dict[str, Outcome] = {}
+        self.closed = False
         self.waiting = {nid: len(graph.nodes[nid].upstream()) for nid in order}
         self.dependents: dict[str, list[str]] = {nid: [] for nid in order}
         for nid in order:
@@ -145,6 +146,7 @@ class Runner:
         self.window = window or max(32, 4 * total)
         self._file_refs: dict[tuple[str, int, int], ImageRef] = {}
         self._seq = itertools.count()
+        self._inflight: dict[str, list[tuple[_CaseRun, str]]] = {}
 
     # ------------------------------------------------------------------ public
     async def run(self, jobs: Iterable[CaseJob], on_case_done: CaseDone | None = None) -> RunStats:
@@ -220,6 +222,10 @@ class Runner:
             self.events.emit("node.cached", case=run.job.case_id, node=nid, key=key)
             self._finish(run, Outcome(nid, "cached", output=hit, fingerprint=fingerprint(hit)))
             return
+        if key in self._inflight:  # the same work is already running for another node: share it
+            self._inflight[key].append((run, nid))
+            return
+        self._inflight[key] = []
         backend = self._backend_for(node)
         lane = self._compute_lane if backend is None else self._lanes[id(backend)]
         priority = (run.job.position, run.order[nid])
@@ -254,10 +260,11 @@ class Runner:
             run.waiting[child] -= 1
             if run.waiting[child] == 0:
                 self._ready(run, child)
-        if len(run.outcomes) == len(run.graph.nodes):
+        if len(run.outcomes) == len(run.graph.nodes) and not run.closed:
             self._case_finished(run)
 
     def _case_finished(self, run: _CaseRun) -> None:
+        run.closed = True
         self._active -= 1
         self.progress.cases_done += 1
         self.events.emit("case.done", case=run.job.case_id, statuses=dict(Counter(o.status for o in run.outcomes.values())))
@@ -364,7 +371,11 @@ class Runner:
             self.events.emit("node.done", case=run.job.case_id, node=node.id, key=key, calls=attempts["calls"])
         finally:
             self.progress.bump("running", -1)
+        waiters = self._inflight.pop(key, [])
         self._finish(run, outcome)
+        for other_run, other_id in waiters:
+            status = "cached" if outcome.ok else "failed"
+            self._finish(other_run, replace(outcome, node=other_id, status=status))
 
     async def _call(self, node: Node, attempts: Counter[str], fn: Callable[[], Awaitable[Any]]) -> Any:
         """One backend call under the retry policy; counts every attempt as a call."""
