@@ -17,4 +17,12 @@ def packages() -> list[str]:
     return found
 
 
-setup(packages=packages(), package_dir=dict(FOLDERS), include_package_data=True)
+#: Bundled case sets are data folders (JSON and images), shipped inside `umni_cases`.
+CASE_DATA = ["**/*.json", "**/*.jsonl", "**/*.png", "**/*.jpg", "**/*.md"]
+
+setup(
+    packages=packages(),
+    package_dir=dict(FOLDERS),
+    package_data={"umni_cases": CASE_DATA, "umni": ["templates/*"]},
+    include_package_data=True,
+)

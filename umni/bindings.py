@@ -22,8 +22,15 @@ class Bindings:
         self.backends = dict(backends)
 
     @classmethod
-    def from_specs(cls, model: str | Spec | None = None, roles: Iterable[str | tuple[str, Spec]] = ()) -> "Bindings":
-        instances: dict[str, Backend] = {}
+    def from_specs(
+        cls,
+        model: str | Spec | None = None,
+        roles: Iterable[str | tuple[str, Spec]] = (),
+        *,
+        shared: dict[str, Backend] | None = None,
+    ) -> "Bindings":
+        """`shared` maps spec text to instances reused across several bindings (a sweep's runs)."""
+        instances: dict[str, Backend] = shared if shared is not None else {}
 
         def instance(spec: Spec) -> Backend:
             key = str(spec)

@@ -31,7 +31,7 @@ from .graph import Graph
 from .outcomes import FAILURE_KINDS, Outcome
 from .progress import Progress
 from .protocol import CaseSet, Protocol, get_protocol
-from .runner import CaseJob, RetryPolicy, Runner
+from .runner import CaseJob, LanePool, RetryPolicy, Runner
 from .store import Cache, RunStore
 
 
@@ -112,7 +112,9 @@ def _check_manifest(out: Path, manifest: dict[str, Any]) -> None:
         atomic_write_text(path, json.dumps(manifest, indent=2, ensure_ascii=False))
 
 
-def prepare(request: RunRequest) -> tuple[Protocol[Any], Any, CaseSet[Any], Bindings]:
+def prepare(
+    request: RunRequest, *, shared: dict[str, Any] | None = None
+) -> tuple[Protocol[Any], Any, CaseSet[Any], Bindings]:
     """Everything that can fail on bad input, done before any model is loaded or called."""
     protocol = get_protocol(request.protocol)
     options = protocol.parse_options(dict(request.options))
@@ -120,7 +122,7 @@ def prepare(request: RunRequest) -> tuple[Protocol[Any], Any, CaseSet[Any], Bind
     if not path.exists():
         raise InputError("case file or folder does not exist", path=path)
     case_set = protocol.load(path, options)
-    bindings = Bindings.from_specs(request.model, request.roles)
+    bindings = Bindings.from_specs(request.model, request.roles, shared=shared)
     if case_set.cases:
         protocol.build(case_set.cases[0], options).validate(bindings.backends)
     return protocol, options, case_set, bindings
@@ -128,13 +130,25 @@ def prepare(request: RunRequest) -> tuple[Protocol[Any], Any, CaseSet[Any], Bind
 
 def evaluate(request: RunRequest) -> RunResult:
     """Run (or resume) a protocol into `request.out`; returns the summary written there."""
-    protocol, options, case_set, bindings = prepare(request)
-    return anyio.run(_evaluate, request, protocol, options, case_set, bindings)
+    prepared = prepare(request)
+    return anyio.run(lambda: evaluate_async(request, prepared))
 
 
-async def _evaluate(
-    request: RunRequest, protocol: Protocol[Any], options: Any, case_set: CaseSet[Any], bindings: Bindings
+async def evaluate_async(
+    request: RunRequest,
+    prepared: tuple[Protocol[Any], Any, CaseSet[Any], Bindings],
+    *,
+    lanes: LanePool | None = None,
+    cache: Cache | None = None,
+    frozen_roles: frozenset[str] = frozenset(),
+    lineage: dict[str, Any] | None = None,
+    close_backends: bool = True,
 ) -> RunResult:
+    """The async core of `evaluate`; sweeps call it for many runs at once with shared lanes and cache.
+
+    `lineage` is recorded in run.json and summary.json (a re-judged run names the run it came from).
+    """
+    protocol, options, case_set, bindings = prepared
     out = Path(request.out)
     cases = case_set.cases[: request.limit] if request.limit is not None else case_set.cases
     manifest = {
@@ -145,10 +159,15 @@ async def _evaluate(
         "options": options.model_dump(mode="json"),
         "seed": request.seed,
         "umni": __version__,
+        "cache": str(Path(request.cache).resolve() if request.cache else default_cache_dir()),
     }
+    if lineage:
+        manifest["lineage"] = lineage
     with _locked(out):
         _check_manifest(out, manifest)
-        cache = Cache(Path(request.cache) if request.cache else default_cache_dir())
+        own_cache = cache is None
+        if cache is None:
+            cache = Cache(Path(request.cache) if request.cache else default_cache_dir())
         store = RunStore(out / "run.db")
         events = EventLog(out / "events.jsonl")
         started = time.time()
@@ -173,23 +192,35 @@ async def _evaluate(
         progress.cases_total = len(cases)
         progress.cases_done = len(cases) - len(jobs)
         runner = Runner(
-            bindings, cache, seed=request.seed, concurrency=request.concurrency, retry=request.retry, events=events, progress=progress
+            bindings,
+            cache,
+            seed=request.seed,
+            concurrency=request.concurrency,
+            retry=request.retry,
+            events=events,
+            progress=progress,
+            lanes=lanes,
+            frozen_roles=frozen_roles,
         )
         try:
             with progress:
                 stats = await runner.run(jobs, case_done)
         finally:
-            for backend in bindings.unique():
-                await backend.aclose()
+            if close_backends:
+                for backend in bindings.unique():
+                    await backend.aclose()
         wanted = set(by_id)
         records = [r for r in store.records() if r.get("case_id") in wanted]
         summary = _summary(protocol, options, case_set, bindings, records, stats, reused_nodes, time.time() - started)
         summary["run_dir"] = str(out)
+        if lineage:
+            summary["lineage"] = lineage
         _write_outputs(out, protocol, summary, records, cache)
         events.emit("run.end", counts=summary["counts"], failures=summary["failures"])
         events.close()
         store.close()
-        cache.close()
+        if own_cache:
+            cache.close()
     return RunResult(out, summary)
 
 

@@ -115,8 +115,28 @@ class _Lane:
         self.waiting: list[tuple[tuple[int, int], int, Callable[[], Awaitable[None]]]] = []
 
 
+class LanePool:
+    """One lane per backend instance. Runners that share a pool (the runs of a sweep) share each
+    backend's concurrency limit instead of multiplying it."""
+
+    def __init__(self) -> None:
+        self._lanes: dict[int, _Lane] = {}
+        self.compute = _Lane(1 << 30)
+        #: cache key -> nodes (of any runner in the pool) waiting for the same work to finish
+        self.inflight: dict[str, list[tuple["Runner", "_CaseRun", str]]] = {}
+
+    def lane(self, backend: Backend, limit: int) -> _Lane:
+        if id(backend) not in self._lanes:
+            self._lanes[id(backend)] = _Lane(limit)
+        return self._lanes[id(backend)]
+
+
 class Runner:
-    """Runs case graphs against bound backends, with a shared cache."""
+    """Runs case graphs against bound backends, with a shared cache.
+
+    `frozen_roles` lists roles whose nodes must come from the cache (re-judging an existing run
+    re-runs only the judge); a miss there is recorded as a failure instead of a call.
+    """
 
     def __init__(
         self,
@@ -129,6 +149,8 @@ class Runner:
         events: EventLog | None = None,
         progress: Progress | None = None,
         window: int | None = None,
+        lanes: LanePool | None = None,
+        frozen_roles: frozenset[str] = frozenset(),
     ) -> None:
         self.bindings = bindings
         self.cache = cache
@@ -137,16 +159,18 @@ class Runner:
         self.events = events or EventLog(None)
         self.progress = progress or Progress("", enabled=False)
         self.stats = RunStats()
+        self.frozen_roles = frozen_roles
+        pool = lanes or LanePool()
         self._lanes: dict[int, _Lane] = {}
         for backend in bindings.unique():
             limit = backend.concurrency if "concurrency" in backend.spec.options or concurrency is None else concurrency
-            self._lanes[id(backend)] = _Lane(limit)
-        self._compute_lane = _Lane(1 << 30)
+            self._lanes[id(backend)] = pool.lane(backend, limit)
+        self._compute_lane = pool.compute
         total = sum(l.limit for l in self._lanes.values()) or 1
         self.window = window or max(32, 4 * total)
         self._file_refs: dict[tuple[str, int, int], ImageRef] = {}
         self._seq = itertools.count()
-        self._inflight: dict[str, list[tuple[_CaseRun, str]]] = {}
+        self._inflight = pool.inflight
 
     # ------------------------------------------------------------------ public
     async def run(self, jobs: Iterable[CaseJob], on_case_done: CaseDone | None = None) -> RunStats:
@@ -222,8 +246,12 @@ class Runner:
             self.events.emit("node.cached", case=run.job.case_id, node=nid, key=key)
             self._finish(run, Outcome(nid, "cached", output=hit, fingerprint=fingerprint(hit)))
             return
+        if node.role in self.frozen_roles:
+            message = f"node '{nid}' (role {node.role}) has no cached result, and this run may not call role '{node.role}'"
+            self._finish(run, Outcome(nid, "failed", failure=Failure("input", message)))
+            return
         if key in self._inflight:  # the same work is already running for another node: share it
-            self._inflight[key].append((run, nid))
+            self._inflight[key].append((self, run, nid))
             return
         self._inflight[key] = []
         backend = self._backend_for(node)
@@ -373,9 +401,9 @@ class Runner:
             self.progress.bump("running", -1)
         waiters = self._inflight.pop(key, [])
         self._finish(run, outcome)
-        for other_run, other_id in waiters:
+        for other_runner, other_run, other_id in waiters:
             status = "cached" if outcome.ok else "failed"
-            self._finish(other_run, replace(outcome, node=other_id, status=status))
+            other_runner._finish(other_run, replace(outcome, node=other_id, status=status))
 
     async def _call(self, node: Node, attempts: Counter[str], fn: Callable[[], Awaitable[Any]]) -> Any:
         """One backend call under the retry policy; counts every attempt as a call."""
