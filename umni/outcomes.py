@@ -56,6 +56,8 @@ class Outcome:
         """The node's main value: a parsed judgement, a tool or compute result, an answer or text."""
         if not self.ok or self.output is None:
             return None
+        if "image" in self.output:
+            return self.image
         for key in ("value", "index", "text"):
             if key in self.output:
                 return self.output[key]

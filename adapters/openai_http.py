@@ -1,0 +1,541 @@
+"""OpenAI-compatible HTTP backend: hosted APIs, vLLM and SGLang behind one spec.
+
+Spec: ``openai/<model>?base_url=...&api_key_env=...&timeout=...&temperature=...&max_tokens=...&size=...``.
+Other parameters: ``top_p``, ``quality``, ``style``, ``response_format`` (images), ``connect_timeout``,
+``mode`` (how `choose` decides: ``letter`` asks for the option letter and parses the reply;
+``likelihood`` compares the log-probabilities of the letters as the first answer token) and ``roles``
+(a comma list restricting which of understand, judge, generate, edit this server fills; a text-only
+vLLM server, say, is ``roles=understand,judge``).
+
+Only fields every compatible server understands are sent (vLLM and SGLang serve the same chat API
+but not every OpenAI extra), and optional ones (``temperature``, ``size``, ``quality``…) are sent
+only when the spec names them, so the server's own default applies otherwise and the identity says
+exactly what was asked for.
+
+The backend never retries: the engine owns retrying (with a bound), so each failed attempt raises
+exactly one `BackendError` that says whether trying again can help and, when the server named a
+wait (``Retry-After``), how long to wait. The API key is read from the environment when the client
+opens and lives only in the client's headers: it is kept out of identity, repr, logs and errors.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import os
+import re
+import time
+from collections.abc import Sequence
+from email.utils import parsedate_to_datetime
+from typing import Any, ClassVar
+from urllib.parse import urlsplit
+
+import httpx
+import structlog
+from PIL import Image, UnidentifiedImageError
+
+from umni.backends import Backend
+from umni.errors import BackendError, ConfigError
+from umni.roles import (
+    MODEL_ROLES,
+    ChoiceReply,
+    ImageReply,
+    Part,
+    TextReply,
+    Usage,
+    option_letter,
+)
+from umni.spec import Spec
+
+log = structlog.get_logger("umni.openai")
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
+DEFAULT_TIMEOUT_S = 120.0
+#: Connecting should be quick even when generating is slow; a dead host should fail fast.
+MAX_CONNECT_TIMEOUT_S = 10.0
+CHOICE_MODES = ("letter", "likelihood")
+
+#: Parameters that change what the model returns, so they belong to the identity.
+OUTPUT_PARAMS = frozenset({"temperature", "top_p", "max_tokens", "size", "quality", "mode", "response_format", "style"})
+#: Parameters that change only how the server is reached or how many calls run at once.
+CONNECTION_PARAMS = frozenset({"base_url", "api_key_env", "roles", "connect_timeout"})
+
+
+class OpenAIBackend(Backend):
+    """Chat completions for understand/judge, the Images API for generate/edit."""
+
+    provider: ClassVar[str] = "openai"
+    roles: ClassVar[frozenset[str]] = frozenset(MODEL_ROLES)
+    operational_params: ClassVar[frozenset[str]] = Backend.operational_params | CONNECTION_PARAMS
+
+    def __init__(self, spec: Spec) -> None:
+        super().__init__(spec)
+        options = spec.options
+        unknown = set(options) - OUTPUT_PARAMS - self.operational_params
+        if unknown:
+            known = ", ".join(sorted(OUTPUT_PARAMS | self.operational_params))
+            raise ConfigError(f"backend spec '{spec}': unknown parameter(s) {sorted(unknown)}; known: {known}")
+        self.model = spec.name
+        self.base_url = options.get("base_url", DEFAULT_BASE_URL).rstrip("/")
+        parts = urlsplit(self.base_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ConfigError(f"backend spec '{spec}': base_url must be an http(s) URL such as {DEFAULT_BASE_URL}")
+        self.host = parts.hostname
+        self.api_key_env = options.get("api_key_env", DEFAULT_API_KEY_ENV)
+        if "api_key_env" in options and not os.environ.get(self.api_key_env):
+            raise ConfigError(
+                f"backend spec '{spec}': environment variable {self.api_key_env} (api_key_env) is not set"
+            )
+        self.timeout_s = _positive_float(spec, options, "timeout", DEFAULT_TIMEOUT_S)
+        self.connect_timeout_s = _positive_float(
+            spec, options, "connect_timeout", min(self.timeout_s, MAX_CONNECT_TIMEOUT_S)
+        )
+        self.temperature = _optional_float(spec, options, "temperature")
+        self.top_p = _optional_float(spec, options, "top_p")
+        max_tokens = _optional_float(spec, options, "max_tokens")
+        if max_tokens is not None and (max_tokens < 1 or max_tokens != int(max_tokens)):
+            raise ConfigError(
+                f"backend spec '{spec}': max_tokens must be a positive integer, got '{options['max_tokens']}'"
+            )
+        self.max_tokens = int(max_tokens) if max_tokens is not None else None
+        self.mode = options.get("mode", "letter")
+        if self.mode not in CHOICE_MODES:
+            raise ConfigError(
+                f"backend spec '{spec}': mode must be one of {', '.join(CHOICE_MODES)}, got '{self.mode}'"
+            )
+        self.image_options = {k: options[k] for k in ("size", "quality", "response_format", "style") if k in options}
+        self._roles = _parse_roles(spec, options.get("roles"))
+        self._client: httpx.AsyncClient | None = None
+        self._api_key: str | None = None
+        #: Everything this backend consumed since it started (each reply also carries its own share).
+        self.total_usage = Usage(calls=0)
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+
+    def fills(self) -> frozenset[str]:
+        return self._roles
+
+    def identity(self) -> dict[str, Any]:
+        params = {k: v for k, v in self.spec.params if k in OUTPUT_PARAMS}
+        return {"provider": self.provider, "name": self.model, "host": self.host, "params": params}
+
+    def __repr__(self) -> str:
+        return f"OpenAIBackend(model={self.model!r}, host={self.host!r}, roles={sorted(self._roles)})"
+
+    async def start(self) -> None:
+        if self._client is not None:
+            return
+        headers = {"Accept": "application/json"}
+        self._api_key = os.environ.get(self.api_key_env) or None
+        if self._api_key:
+            headers["Authorization"] = f"Bearer {self._api_key}"
+        self._client = httpx.AsyncClient(
+            base_url=self.base_url,
+            headers=headers,
+            timeout=httpx.Timeout(self.timeout_s, connect=self.connect_timeout_s),
+            limits=httpx.Limits(max_connections=max(self.concurrency, 1) * 2),
+        )
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    # -- understand / judge ------------------------------------------------------------------------
+
+    async def respond(self, parts: Sequence[Part], *, max_tokens: int = 512, seed: int = 0) -> TextReply:
+        body = self._chat_body(parts, max_tokens=self.max_tokens or max_tokens, seed=seed)
+        data, elapsed = await self._post_json("/chat/completions", json_body=body)
+        text = _message_text(data)
+        usage = self._record(_chat_usage(data, images_in=_count_images(parts)))
+        log.debug("openai.respond", model=self.model, seconds=round(elapsed, 3), tokens_out=usage.output_tokens)
+        return TextReply(text=text, usage=usage)
+
+    async def choose(self, parts: Sequence[Part], options: Sequence[str], *, seed: int = 0) -> ChoiceReply:
+        if not options:
+            raise ConfigError("choose() needs at least one option")
+        prompt = [*parts, _options_block(options)]
+        if self.mode == "likelihood":
+            return await self._choose_by_likelihood(prompt, options, seed=seed)
+        body = self._chat_body(prompt, max_tokens=self.max_tokens or 16, seed=seed)
+        data, _ = await self._post_json("/chat/completions", json_body=body)
+        text = _message_text(data)
+        usage = self._record(_chat_usage(data, images_in=_count_images(parts)))
+        return ChoiceReply(index=parse_option_letter(text, options), text=text, mode="letter", usage=usage)
+
+    async def _choose_by_likelihood(self, prompt: list[Part], options: Sequence[str], *, seed: int) -> ChoiceReply:
+        """Score the option letters by the log-probability of the first answer token.
+
+        Asks for one token with its top alternatives (vLLM, SGLang and OpenAI all return them); the
+        best-scoring valid letter wins. No letter among the alternatives means no choice (None).
+        """
+        body = self._chat_body(prompt, max_tokens=1, seed=seed)
+        body["logprobs"] = True
+        body["top_logprobs"] = 20
+        data, _ = await self._post_json("/chat/completions", json_body=body)
+        letters = {option_letter(i): i for i in range(len(options))}
+        best: tuple[float, int] | None = None
+        for candidate in _top_logprobs(data):
+            index = letters.get(str(candidate.get("token", "")).strip().strip("().").upper())
+            logprob = candidate.get("logprob")
+            if index is not None and isinstance(logprob, (int, float)) and (best is None or logprob > best[0]):
+                best = (float(logprob), index)
+        usage = self._record(_chat_usage(data, images_in=_count_images(prompt)))
+        text = _message_text(data, allow_empty=True)
+        return ChoiceReply(index=best[1] if best else None, text=text, mode="likelihood", usage=usage)
+
+    def _chat_body(self, parts: Sequence[Part], *, max_tokens: int, seed: int) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": [{"role": "user", "content": chat_content(parts)}],
+            "max_tokens": max_tokens,
+            "seed": seed,
+        }
+        if self.temperature is not None:
+            body["temperature"] = self.temperature
+        if self.top_p is not None:
+            body["top_p"] = self.top_p
+        return body
+
+    # -- generate / edit ---------------------------------------------------------------------------
+
+    async def generate(self, parts: Sequence[Part], *, seed: int = 0) -> ImageReply:
+        """Text-to-image; a prompt that carries images goes to the edits endpoint with them.
+
+        The Images API takes one prompt string, so text parts are joined in order. The seed is
+        not sent: hosted image APIs reject it, so repeat variation comes from the server.
+        """
+        images = [p for p in parts if isinstance(p, Image.Image)]
+        prompt = "\n".join(p for p in parts if isinstance(p, str))
+        if images:
+            return await self.edit(images, prompt, seed=seed)
+        body = {"model": self.model, "prompt": prompt, "n": 1, **self.image_options}
+        data, _ = await self._post_json("/images/generations", json_body=body)
+        image = await self._first_image(data)
+        usage = self._record(_image_usage(data, images_in=0))
+        return ImageReply(image=image, usage=usage)
+
+    async def edit(self, images: Sequence[Image.Image], instruction: str, *, seed: int = 0) -> ImageReply:
+        if not images:
+            raise ConfigError("edit() needs at least one input image")
+        field = "image" if len(images) == 1 else "image[]"
+        files = [(field, (f"image_{i}.png", png_bytes(img), "image/png")) for i, img in enumerate(images)]
+        form = {"model": self.model, "prompt": instruction, "n": "1", **self.image_options}
+        data, _ = await self._post_json("/images/edits", data=form, files=files)
+        image = await self._first_image(data)
+        usage = self._record(_image_usage(data, images_in=len(images)))
+        return ImageReply(image=image, usage=usage)
+
+    async def _first_image(self, data: Any) -> Image.Image:
+        items = data.get("data") if isinstance(data, dict) else None
+        first = items[0] if isinstance(items, list) and items and isinstance(items[0], dict) else None
+        if first is None:
+            raise self._malformed("the image response has no data[0] entry")
+        if first.get("b64_json"):
+            try:
+                raw = base64.b64decode(first["b64_json"], validate=False)
+            except (ValueError, TypeError) as exc:
+                raise self._malformed(f"data[0].b64_json is not base64 ({exc})") from None
+        elif first.get("url"):
+            raw = await self._fetch_image(str(first["url"]))
+        else:
+            raise self._malformed("data[0] has neither b64_json nor url")
+        return decode_image(raw, source=f"{self.model} at {self.host}")
+
+    async def _fetch_image(self, url: str) -> bytes:
+        client = self._require_client()
+        request = client.build_request("GET", url)
+        if urlsplit(url).netloc != urlsplit(self.base_url).netloc:
+            # The key belongs to the API server; never hand it to a storage host named in a response.
+            request.headers.pop("Authorization", None)
+        try:
+            response = await client.send(request)
+        except httpx.TimeoutException:
+            raise BackendError(f"{self._who()}: fetching the generated image timed out", retryable=True) from None
+        except httpx.TransportError as exc:
+            raise BackendError(
+                f"{self._who()}: fetching the generated image failed ({type(exc).__name__})", retryable=True
+            ) from None
+        if response.status_code != 200:
+            raise _status_error(response, who=f"{self._who()} image download", secret=self._api_key)
+        return response.content
+
+    # -- HTTP --------------------------------------------------------------------------------------
+
+    async def _post_json(
+        self,
+        path: str,
+        *,
+        json_body: dict[str, Any] | None = None,
+        data: dict[str, str] | None = None,
+        files: list[tuple[str, tuple[str, bytes, str]]] | None = None,
+    ) -> tuple[Any, float]:
+        """POST and return the parsed JSON body; every failure becomes one typed BackendError."""
+        client = self._require_client()
+        started = time.perf_counter()
+        try:
+            response = await client.post(path, json=json_body, data=data, files=files)
+        except httpx.TimeoutException as exc:
+            raise BackendError(
+                f"{self._who()} {path}: no response within the timeout "
+                f"({type(exc).__name__}, timeout={self.timeout_s:g}s, connect {self.connect_timeout_s:g}s)",
+                retryable=True,
+            ) from None
+        except httpx.TransportError as exc:
+            detail = _redact(str(exc) or type(exc).__name__, self._api_key)
+            raise BackendError(f"{self._who()} {path}: connection failed ({detail})", retryable=True) from None
+        elapsed = time.perf_counter() - started
+        if not response.is_success:
+            log.debug("openai.http_error", path=path, status=response.status_code, seconds=round(elapsed, 3))
+            raise _status_error(response, who=f"{self._who()} {path}", secret=self._api_key)
+        try:
+            return response.json(), elapsed
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            raise self._malformed(f"{path} returned a body that is not JSON ({len(response.content)} bytes)") from None
+
+    def _require_client(self) -> httpx.AsyncClient:
+        if self._client is None:
+            raise BackendError(f"{self._who()}: the backend was not started (call start() first)", retryable=False)
+        return self._client
+
+    def _who(self) -> str:
+        return f"openai/{self.model} at {self.host}"
+
+    def _malformed(self, what: str) -> BackendError:
+        # A garbled body is usually a proxy or an overloaded server mid-restart: worth another try.
+        return BackendError(f"{self._who()}: malformed response: {what}", retryable=True)
+
+    def _record(self, usage: Usage) -> Usage:
+        self.total_usage.add(usage)
+        return usage
+
+
+# -- request building ------------------------------------------------------------------------------
+
+
+def chat_content(parts: Sequence[Part]) -> list[dict[str, Any]]:
+    """Interleaved parts as chat content: text parts and PNG data-URI image parts, in order."""
+    content: list[dict[str, Any]] = []
+    for part in parts:
+        if isinstance(part, Image.Image):
+            url = "data:image/png;base64," + base64.b64encode(png_bytes(part)).decode("ascii")
+            content.append({"type": "image_url", "image_url": {"url": url}})
+        elif isinstance(part, str):
+            content.append({"type": "text", "text": part})
+        else:
+            raise ConfigError(f"a prompt part must be text or a PIL image, got {type(part).__name__}")
+    return content
+
+
+def png_bytes(image: Image.Image) -> bytes:
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def _options_block(options: Sequence[str]) -> str:
+    lines = [f"{option_letter(i)}. {text}" for i, text in enumerate(options)]
+    last = option_letter(len(options) - 1)
+    return "\n\nOptions:\n" + "\n".join(lines) + f"\n\nReply with the letter of the correct option (A-{last}) only."
+
+
+# -- response reading ------------------------------------------------------------------------------
+
+
+def _message_text(data: Any, *, allow_empty: bool = False) -> str:
+    try:
+        message = data["choices"][0]["message"]
+    except (KeyError, IndexError, TypeError):
+        raise BackendError("malformed response: no choices[0].message in the chat completion", retryable=True) from None
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, list):  # some servers return content parts even for text
+        content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    if content is None:
+        if allow_empty:
+            return ""
+        content = ""
+    return str(content)
+
+
+def _top_logprobs(data: Any) -> list[dict[str, Any]]:
+    try:
+        first = data["choices"][0]["logprobs"]["content"][0]
+    except (KeyError, IndexError, TypeError):
+        raise BackendError(
+            "malformed response: likelihood mode needs choices[0].logprobs.content (does the server support logprobs?)",
+            retryable=True,
+        ) from None
+    candidates = list(first.get("top_logprobs") or [])
+    candidates.append({"token": first.get("token", ""), "logprob": first.get("logprob")})
+    return [c for c in candidates if isinstance(c, dict)]
+
+
+def _chat_usage(data: Any, *, images_in: int) -> Usage:
+    usage = data.get("usage") if isinstance(data, dict) else None
+    usage = usage if isinstance(usage, dict) else {}
+    return Usage(
+        calls=1,
+        input_tokens=_int(usage.get("prompt_tokens", usage.get("input_tokens"))),
+        output_tokens=_int(usage.get("completion_tokens", usage.get("output_tokens"))),
+        images_in=images_in,
+    )
+
+
+def _image_usage(data: Any, *, images_in: int) -> Usage:
+    usage = _chat_usage(data, images_in=images_in)
+    usage.images_out = 1
+    return usage
+
+
+def _count_images(parts: Sequence[Part]) -> int:
+    return sum(isinstance(p, Image.Image) for p in parts)
+
+
+def decode_image(raw: bytes, *, source: str) -> Image.Image:
+    """Decode fully now, so a truncated download fails here (retryable), not later in scoring."""
+    try:
+        image = Image.open(io.BytesIO(raw))
+        image.load()
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
+        raise BackendError(
+            f"{source}: the returned image does not decode ({len(raw)} bytes; {exc})", retryable=True
+        ) from None
+    return image.convert("RGB") if image.mode not in ("RGB", "RGBA", "L") else image
+
+
+# -- errors ----------------------------------------------------------------------------------------
+
+RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
+
+
+def _status_error(response: httpx.Response, *, who: str, secret: str | None) -> BackendError:
+    status = response.status_code
+    retryable = status in RETRYABLE_STATUS or status >= 500
+    message = _redact(_server_message(response), secret)
+    retry_after = parse_retry_after(response.headers) if retryable else None
+    wait = f"; server asks to wait {retry_after:g}s" if retry_after is not None else ""
+    return BackendError(f"{who}: HTTP {status}: {message}{wait}", retryable=retryable, retry_after=retry_after)
+
+
+def _server_message(response: httpx.Response) -> str:
+    try:
+        body = response.json()
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        text = response.text.strip()
+        return text[:300] if text else response.reason_phrase or "no message"
+    error = body.get("error") if isinstance(body, dict) else None
+    if isinstance(error, dict) and error.get("message"):
+        return str(error["message"])
+    if isinstance(error, str):
+        return error
+    for key in ("message", "detail"):  # vLLM / FastAPI style bodies
+        if isinstance(body, dict) and body.get(key):
+            return str(body[key])
+    return json.dumps(body)[:300]
+
+
+def parse_retry_after(headers: httpx.Headers) -> float | None:
+    """Seconds to wait, from ``retry-after-ms``, or ``Retry-After`` as seconds or an HTTP date."""
+    millis = headers.get("retry-after-ms")
+    if millis:
+        try:
+            return max(0.0, float(millis) / 1000.0)
+        except ValueError:
+            pass
+    value = (headers.get("retry-after") or "").strip()
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when is None:
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _redact(text: str, secret: str | None) -> str:
+    return text.replace(secret, "***") if secret else text
+
+
+# -- answer parsing --------------------------------------------------------------------------------
+
+_ANSWER_CUE = re.compile(r"(?:answer|option|choice)\s*(?:is|:|=)?\s*[:\-]?\s*[\(\[\*]*\s*([A-Za-z])\b", re.IGNORECASE)
+_LONE_LETTER = re.compile(r"(?<![A-Za-z0-9'])[\(\[\*]*([A-Z])[\)\]\.\:\*]*(?![A-Za-z0-9'])")
+
+
+def parse_option_letter(reply: str, options: Sequence[str]) -> int | None:
+    """The option a free-text reply names, or None when it names none or several.
+
+    Accepts a bare letter (``B``, ``(b)``, ``**B.**``), an answer cue (``The answer is B``), a
+    single capital letter standing alone in a sentence, or the exact text of one option.
+    """
+    valid = {option_letter(i): i for i in range(len(options))}
+    text = reply.strip()
+    bare = text.strip(" \t\n*_`\"'()[]{}.:")
+    if len(bare) == 1 and bare.upper() in valid:
+        return valid[bare.upper()]
+    cues = [m.group(1).upper() for m in _ANSWER_CUE.finditer(text)]
+    cues = [c for c in cues if c in valid]
+    if cues:
+        return valid[cues[-1]]
+    lone = {m.group(1) for m in _LONE_LETTER.finditer(text)} & set(valid)
+    # A capital 'A' or 'I' inside a sentence is usually a word, not an option.
+    if len(lone) > 1:
+        lone -= {"A", "I"}
+    if len(lone) == 1:
+        return valid[lone.pop()]
+    normalized = _normalize(text)
+    matches = [i for i, option in enumerate(options) if _normalize(option) and _normalize(option) == normalized]
+    return matches[0] if len(matches) == 1 else None
+
+
+def _normalize(text: str) -> str:
+    return re.sub(r"[\s.]+", " ", text).strip().lower()
+
+
+# -- spec helpers ----------------------------------------------------------------------------------
+
+
+def _parse_roles(spec: Spec, raw: str | None) -> frozenset[str]:
+    if raw is None:
+        return frozenset(MODEL_ROLES)
+    roles = frozenset(r.strip() for r in raw.split(",") if r.strip())
+    bad = roles - set(MODEL_ROLES)
+    if not roles or bad:
+        raise ConfigError(f"backend spec '{spec}': roles must be a comma list of {', '.join(MODEL_ROLES)}, got '{raw}'")
+    return roles
+
+
+def _optional_float(spec: Spec, options: dict[str, str], key: str) -> float | None:
+    if key not in options:
+        return None
+    try:
+        return float(options[key])
+    except ValueError:
+        raise ConfigError(f"backend spec '{spec}': {key} must be a number, got '{options[key]}'") from None
+
+
+def _positive_float(spec: Spec, options: dict[str, str], key: str, default: float) -> float:
+    value = _optional_float(spec, options, key)
+    if value is None:
+        return default
+    if value <= 0:
+        raise ConfigError(f"backend spec '{spec}': {key} must be positive, got '{options[key]}'")
+    return value
+
+
+def _int(value: Any) -> int:
+    try:
+        return int(value or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+__all__ = ["OpenAIBackend", "chat_content", "parse_option_letter", "parse_retry_after", "decode_image"]

@@ -1,0 +1,418 @@
+"""What AEGIS says to the model under test, to the judge, and to rewrite/planning helpers.
+
+All prompt texts here are umni's own wording. The DCE judge keeps the official output format, a JSON
+object ``{"answer_list": ["Y"|"N", ...], "reason_list": [...]}`` with one answer per checklist item,
+so answers parse alike; the checklist is shown as numbered ``1. [Tag] question`` lines, which the
+offline reference backend also relies on to recognise a checklist judgement.
+
+Parts lists (`list[str | image]`) follow `umni.roles.Part`: text and images in reading order. Image
+values are passed through untouched (PIL images in a run, anything in tests), so these helpers do no
+I/O and need no engine.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Generic, Literal, TypeVar
+
+from umni.errors import ParseFailure
+
+from .cases import AegisCase
+
+T = TypeVar("T")
+PromptVariant = Literal["prompt", "clear_prompt"]
+PROMPT_VARIANTS = ("prompt", "clear_prompt")
+
+# --------------------------------------------------------------------------------------------------
+# Image markers and segments
+
+#: `<image3>` names the third image of a list; a bare `<image>` takes the next image in order.
+_MARKER = re.compile(r"<image(\d*)>")
+
+
+@dataclass(frozen=True)
+class TextSegment:
+    text: str
+
+
+@dataclass(frozen=True)
+class ImageSegment(Generic[T]):
+    """An image position in a text. `slot` is 0-based; `image` is None when no image fills it."""
+
+    marker: str
+    slot: int
+    image: T | None = None
+
+
+Segment = TextSegment | ImageSegment
+
+
+def split_image_markers(text: str, images: Sequence[T] = ()) -> list[Segment]:
+    """Cut a text at its image markers, pairing each marker with the image it names.
+
+    Numbered markers (`<image2>`, how prompts and reference texts refer to their images) take
+    ``images[N-1]``; bare markers (`<image>`, what a text-writing model puts where a generated image
+    should go) take the images in order. A marker with no image behind it keeps ``image=None`` so a
+    caller can see that a model promised more images than it produced. Empty text pieces are dropped.
+    """
+    segments: list[Segment] = []
+    bare = 0
+    pos = 0
+    for match in _MARKER.finditer(text):
+        if match.start() > pos:
+            segments.append(TextSegment(text[pos : match.start()]))
+        if match.group(1):
+            slot = int(match.group(1)) - 1
+        else:
+            slot, bare = bare, bare + 1
+        image = images[slot] if 0 <= slot < len(images) else None
+        segments.append(ImageSegment(marker=match.group(0), slot=slot, image=image))
+        pos = match.end()
+    if pos < len(text):
+        segments.append(TextSegment(text[pos:]))
+    return segments
+
+
+def _segments_to_parts(segments: list[Segment], images: Sequence[T], label: str | None) -> list[str | T]:
+    """Parts for a list of segments; images no marker names are put in front, so none is lost."""
+    named = {s.slot for s in segments if isinstance(s, ImageSegment)}
+    parts: list[str | T] = []
+    for slot, image in enumerate(images):
+        if slot not in named:
+            parts += ([f"{label} {slot + 1}:"] if label else []) + [image]
+    for seg in segments:
+        if isinstance(seg, TextSegment):
+            parts.append(seg.text)
+        elif seg.image is not None:
+            parts += ([f"[{label} {seg.slot + 1}]"] if label else []) + [seg.image]
+        else:
+            parts.append(f"[{label or 'image'} {seg.slot + 1}: missing]")
+    return _merge_text(parts)
+
+
+def _merge_text(parts: list[str | T]) -> list[str | T]:
+    merged: list[str | T] = []
+    for part in parts:
+        if isinstance(part, str):
+            if not part.strip():
+                continue
+            if merged and isinstance(merged[-1], str):
+                merged[-1] = merged[-1].rstrip() + "\n" + part.strip()
+                continue
+            part = part.strip()
+        merged.append(part)
+    return merged
+
+
+# --------------------------------------------------------------------------------------------------
+# What the model under test is given
+
+
+def model_prompt(case: AegisCase, variant: PromptVariant = "prompt") -> str:
+    """The instruction text for the model: the reasoning-heavy `prompt` (the benchmark) or the
+    explicit `clear_prompt` (the paper's ablation that removes the reasoning step)."""
+    if variant not in PROMPT_VARIANTS:
+        raise ValueError(f"prompt variant must be one of {PROMPT_VARIANTS}, got {variant!r}")
+    return getattr(case, variant)
+
+
+#: Told to a text-only writer on the interleaved task (the official GPT path writes text with a chat
+#: model, then renders each marker with an image model). Native interleaved models do not need it.
+INTERLEAVED_MARKER_GUIDE = (
+    "Answer with text and pictures together. You cannot draw here, so write the token <image> on its "
+    "own at every place where a picture belongs; each <image> will later be replaced by a picture made "
+    "from the surrounding text. Put each picture where it helps the explanation most."
+)
+
+
+def model_parts(
+    case: AegisCase,
+    images: Sequence[T],
+    variant: PromptVariant = "prompt",
+    *,
+    instruction: str | None = None,
+    marker_guide: bool = False,
+) -> list[str | T]:
+    """The interleaved input for the model: the prompt with each input image at its placeholder.
+
+    `images` are the case's input images, in `input_image` order. `instruction` replaces the prompt
+    text (a rewritten prompt, or a prompt with a plan); images its placeholders do not mention go
+    first. `marker_guide` prepends `INTERLEAVED_MARKER_GUIDE` (interleaved task, text-only writer).
+    """
+    text = instruction if instruction is not None else model_prompt(case, variant)
+    parts = _segments_to_parts(split_image_markers(text, images), images, label=None)
+    if marker_guide:
+        parts.insert(0, INTERLEAVED_MARKER_GUIDE)
+        parts = _merge_text(parts)
+    return parts
+
+
+def marker_image_prompt(case: AegisCase, output_text: str, slot: int, variant: PromptVariant = "prompt") -> str:
+    """The drawing instruction for the `slot`-th (0-based) `<image>` marker of a written answer.
+
+    Gives the image model the task and the whole answer with the picture's place marked, so the
+    picture fits the text around it; the other markers are shown as already-placed pictures.
+    """
+    pieces: list[str] = []
+    found = False
+    for seg in split_image_markers(output_text):
+        if isinstance(seg, TextSegment):
+            pieces.append(seg.text)
+        elif seg.slot == slot and seg.marker == "<image>":
+            pieces.append("[DRAW THIS PICTURE]")
+            found = True
+        else:
+            pieces.append(f"[picture {seg.slot + 1}]")
+    if not found:
+        raise ValueError(f"the text has no <image> marker number {slot + 1}")
+    return (
+        "Draw one picture for an illustrated answer.\n"
+        f"The request was: {model_prompt(case, variant)}\n"
+        "Here is the written answer; the picture you draw goes where it says [DRAW THIS PICTURE]. "
+        "Make it show what the text around that place describes, in a style that matches the other pictures.\n\n"
+        + "".join(pieces).strip()
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# Prompt rewriting and plug-in reasoning (paper appendix C.1 and the Bagel w/ CoT row)
+
+
+def rewrite_instruction(case: AegisCase) -> str:
+    """Ask a model to turn the reasoning-heavy prompt into an explicit one.
+
+    Used for self-rewrite (the model under test rewrites its own prompt, then executes the rewrite)
+    and cross-rewrite (another model rewrites; the graph binds a different backend). Give the input
+    images with it (`model_parts(..., instruction=rewrite_instruction(case))`): identifying what they
+    show is part of the work.
+    """
+    return (
+        f"Below is a {_TASK_NOUN[case.task]} request that only makes sense after some reasoning: it may "
+        "hide names, dates, places or facts behind riddles, comparisons or references to the images.\n"
+        "Rewrite it as an explicit request that someone without that knowledge could carry out "
+        "directly. Work out every hidden entity and fact and state it plainly; keep every requirement "
+        "of the original; keep the image placeholders (<image1>, <image2>, ...) where the images are "
+        "referred to; do not answer or carry out the request yourself.\n"
+        "Reply with the rewritten request only.\n\n"
+        f"Request: {case.prompt}"
+    )
+
+
+def parse_rewrite(reply: str) -> str:
+    """The rewritten prompt from a rewrite reply (code fences and a leading label removed)."""
+    text = _strip_fences(reply).strip()
+    text = re.sub(r"^(rewritten (request|prompt)|request|prompt)\s*:\s*", "", text, flags=re.IGNORECASE).strip()
+    if not text:
+        raise ParseFailure("the rewrite reply is empty", raw=reply)
+    return text
+
+
+def plan_instruction(case: AegisCase, variant: PromptVariant = "prompt") -> str:
+    """Ask a reasoning module for an explicit plan the model under test then follows."""
+    goal = {
+        "understanding": "the facts and steps that lead to the answer, and the answer itself",
+        "generation": "exactly what the picture must show: subjects, their identity, attributes, text, layout and style",
+        "editing": "exactly what must change in the image and what must stay as it is",
+        "interleaved": "the text to write and, for each picture, exactly what it must show",
+    }[case.task]
+    return (
+        f"Think through this {_TASK_NOUN[case.task]} request before anyone acts on it. Resolve every "
+        "hidden reference, recall the knowledge it needs, and write a short explicit plan covering "
+        f"{goal}. Name things concretely; do not leave anything for the executor to infer.\n\n"
+        f"Request: {model_prompt(case, variant)}"
+    )
+
+
+def prompt_with_plan(case: AegisCase, plan: str, variant: PromptVariant = "prompt") -> str:
+    """The model's instruction with a plan attached (plug-in reasoning)."""
+    plan = plan.strip()
+    if not plan:
+        raise ParseFailure("the plan is empty", raw=plan)
+    return f"{model_prompt(case, variant)}\n\nA plan worked out for this request (follow it):\n{plan}"
+
+
+_TASK_NOUN = {
+    "understanding": "question-answering",
+    "generation": "image-generation",
+    "editing": "image-editing",
+    "interleaved": "illustrated-answer",
+}
+
+# --------------------------------------------------------------------------------------------------
+# DCE judge
+
+_TASK_OUTPUT = {
+    "understanding": "a text answer",
+    "generation": "a generated image",
+    "editing": "an edited image",
+    "interleaved": "an answer mixing text and generated images",
+}
+
+_JUDGE_INTRO = (
+    "You are grading one output of a multimodal model with a fixed yes/no checklist.\n"
+    "Task type: {task} (the model had to produce {output}).\n"
+    "Topic: {category}.\n"
+    "The request, stated explicitly: {prompt}"
+)
+
+_JUDGE_RULES = """How to grade:
+- The reference answer is the source of truth for facts. Judge the model's output, not the reference.
+- Items tagged [Text] are about the output's text. If there is no text, they get N.
+- Items tagged [Image] are about the output image(s). A reference image is one correct example, not a
+  target to match pixel by pixel: another picture that shows what the item asks about also deserves Y.
+  If there is no output image, they get N.
+- Items tagged [Consistency] ask whether the output's text and images agree with each other.
+- Take each item literally and on its own; answer Y only when the output clearly satisfies it.
+Checklist ({n} items):
+{checklist}
+Reply with one JSON object and nothing else, in this shape:
+{{"answer_list": ["Y", "N", ...], "reason_list": ["why item 1 got its answer", ...]}}
+answer_list holds exactly {n} entries, each "Y" or "N", in checklist order; reason_list gives one short
+reason per item."""
+
+
+def checklist_lines(case: AegisCase) -> str:
+    """The checklist as numbered `1. [Tag] question` lines."""
+    return "\n".join(f"{i}. {item.render()}" for i, item in enumerate(case.checklist, start=1))
+
+
+def judge_parts(
+    case: AegisCase,
+    *,
+    output_text: str | None = None,
+    output_images: Sequence[T] = (),
+    reference_images: Sequence[T] = (),
+    input_images: Sequence[T] = (),
+) -> list[str | T]:
+    """The DCE judge input: task, topic, clear prompt, references, the output, the checklist.
+
+    `reference_images` are the case's `ref_image` files and `input_images` its `input_image` files,
+    in file order; input images are optional (the paper lists only references and output) but help
+    on editing items that ask what was preserved. In interleaved outputs each `<image>` marker is
+    replaced by the output image it stands for, labelled so the reasons can refer to it; output
+    images no marker names are shown before the text.
+    """
+    if not (output_text and output_text.strip()) and not output_images:
+        raise ValueError(f"case {case.id}: nothing to judge (no output text, no output image); count it as an inference failure")
+    n = len(case.checklist)
+    parts: list[str | T] = [
+        _JUDGE_INTRO.format(
+            task=case.task, output=_TASK_OUTPUT[case.task], category=case.category.replace("_", " & "), prompt=case.clear_prompt
+        )
+    ]
+    if input_images:
+        parts.append("Input images given to the model (<imageN> in the request is input image N):")
+        for i, image in enumerate(input_images, start=1):
+            parts += [f"Input image {i}:", image]
+    ref_text = case.ref_text.strip()
+    if ref_text or reference_images:
+        parts.append("Reference answer:")
+        if ref_text:
+            parts += _segments_to_parts(split_image_markers(ref_text, reference_images), reference_images, "reference image")
+        else:
+            for i, image in enumerate(reference_images, start=1):
+                parts += [f"Reference image {i}:", image]
+    else:
+        parts.append("Reference answer: none given; rely on the checklist and general knowledge.")
+    parts.append("The model's output:")
+    if output_text and output_text.strip():
+        parts += _segments_to_parts(split_image_markers(output_text, output_images), output_images, "output image")
+    else:
+        parts.append("(no text)")
+        for i, image in enumerate(output_images, start=1):
+            parts += [f"Output image {i}:", image]
+    if not output_images:
+        parts.append("(no output image)")
+    parts.append(_JUDGE_RULES.format(n=n, checklist=checklist_lines(case)))
+    return _merge_text(parts)
+
+
+@dataclass(frozen=True)
+class ChecklistVerdict:
+    """A parsed DCE judgement: one Y (True) / N (False) per checklist item, with reasons."""
+
+    answers: tuple[bool, ...]
+    reasons: tuple[str, ...] = ()
+
+    @property
+    def yes(self) -> int:
+        return sum(self.answers)
+
+    @property
+    def letters(self) -> tuple[str, ...]:
+        return tuple("Y" if a else "N" for a in self.answers)
+
+
+_YES = {"y", "yes"}
+_NO = {"n", "no"}
+_FENCE = re.compile(r"```[A-Za-z0-9_-]*\s*\n?(.*?)```", re.DOTALL)
+#: Python-literal fallback is only tried on a span this short (bounds parse time on hostile input).
+_LITERAL_LIMIT = 20_000
+
+
+def parse_judge_reply(reply: str, n_items: int) -> ChecklistVerdict:
+    """Read a DCE judge reply; raise `ParseFailure` (an evaluation failure) if it is not usable.
+
+    Finds the JSON object carrying ``answer_list`` anywhere in the reply (inside a code fence or
+    surrounded by prose). If no JSON object parses, the span from the first ``{`` to the last ``}``
+    is read with `ast.literal_eval` (literals only, nothing is executed; the official scorer calls
+    `eval` here). Answers must be Y/N (any case, ``yes``/``no`` and JSON booleans accepted) and
+    exactly one per item. The official scorer counts any non-Y answer as N; we fail instead, so a
+    garbled judgement is never scored.
+    """
+    obj = _find_answer_object(reply)
+    if obj is None:
+        raise ParseFailure("no JSON object with an 'answer_list' in the judge reply", raw=reply)
+    answers = obj.get("answer_list")
+    if not isinstance(answers, list):
+        raise ParseFailure(f"'answer_list' must be a list, got {type(answers).__name__}", raw=reply)
+    if len(answers) != n_items:
+        raise ParseFailure(f"the judge gave {len(answers)} answers for {n_items} checklist items", raw=reply)
+    parsed: list[bool] = []
+    for i, answer in enumerate(answers, start=1):
+        if isinstance(answer, bool):
+            parsed.append(answer)
+            continue
+        word = answer.strip().strip(".!").lower() if isinstance(answer, str) else None
+        if word in _YES:
+            parsed.append(True)
+        elif word in _NO:
+            parsed.append(False)
+        else:
+            raise ParseFailure(f"answer {i} is {answer!r}, not Y or N", raw=reply)
+    reasons = obj.get("reason_list")
+    reason_texts = tuple(str(r) for r in reasons) if isinstance(reasons, list) else ()
+    return ChecklistVerdict(answers=tuple(parsed), reasons=reason_texts)
+
+
+def _find_answer_object(reply: str) -> dict | None:
+    candidates = [m.group(1) for m in _FENCE.finditer(reply)] + [reply]
+    decoder = json.JSONDecoder()
+    for text in candidates:
+        for start in (m.start() for m in re.finditer(r"\{", text)):
+            try:
+                value, _ = decoder.raw_decode(text, start)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(value, dict) and "answer_list" in value:
+                return value
+    for text in candidates:
+        start, end = text.find("{"), text.rfind("}")
+        if start < 0 or end <= start or end - start > _LITERAL_LIMIT:
+            continue
+        try:
+            value = ast.literal_eval(text[start : end + 1])
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            continue
+        if isinstance(value, dict) and "answer_list" in value:
+            return value
+    return None
+
+
+def _strip_fences(text: str) -> str:
+    match = _FENCE.search(text)
+    return match.group(1) if match else text
