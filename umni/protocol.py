@@ -121,10 +121,14 @@ def get_protocol(name: str) -> Protocol[Any]:
 
 
 def node_status(outcomes: dict[str, Outcome]) -> dict[str, dict[str, Any]]:
-    """Per-node status (and failure) for a case record; outputs are summarised by the protocol."""
+    """Per-node status (and failure) for a case record; outputs are summarised by the protocol.
+
+    Computed and cached results are both ``done``: where a result came from is the run's business
+    (summary counts, event log), and a record must read the same whether or not its run resumed.
+    """
     result = {}
-    for nid, outcome in outcomes.items():
-        entry: dict[str, Any] = {"status": outcome.status}
+    for nid, outcome in sorted(outcomes.items()):
+        entry: dict[str, Any] = {"status": "done" if outcome.ok else outcome.status}
         if outcome.failure is not None:
             entry["failure"] = outcome.failure.to_json()
         result[nid] = entry

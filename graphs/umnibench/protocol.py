@@ -71,7 +71,8 @@ class UmniBench(Protocol[UmniCase]):
         for stage in STAGES:
             spec = case.stage(stage)
             made = outcomes[_image_node(stage)]
-            stages[stage] = {"instruction": spec.instruction, "image": made.image.sha256 if made.image else None, "status": made.status}
+            made_status = "done" if made.ok else made.status
+            stages[stage] = {"instruction": spec.instruction, "image": made.image.sha256 if made.image else None, "status": made_status}
             for question in spec.questions:
                 got = outcomes[f"{stage}/{question.id}"]
                 predicted = got.output["index"] if got.ok and got.output else None
@@ -83,7 +84,7 @@ class UmniBench(Protocol[UmniCase]):
                     "predicted": predicted,
                     "mode": got.output.get("mode") if got.ok and got.output else None,
                     "correct": (predicted == question.answer_index) if predicted is not None else None,
-                    "status": got.status,
+                    "status": "done" if got.ok else got.status,
                     "failure": got.failure.kind if got.failure else None,
                 }
         return {
@@ -115,7 +116,7 @@ class UmniBench(Protocol[UmniCase]):
         for stage in STAGES:
             info = record["stages"][stage]
             rows: list[tuple[str, str]] = [("instruction", info["instruction"])]
-            if info["status"] not in ("computed", "cached"):
+            if info["status"] != "done":
                 rows.append(("image", info["status"]))
             for qid in STAGE_QUESTIONS[stage]:
                 q = record["questions"][qid]

@@ -1,0 +1,231 @@
+"""The transformers backend: `hf/<repo-id-or-local-path>?device=..&dtype=..&revision=..&mode=..`.
+
+One class serves four kinds of checkpoint, told apart by config.json before any weights load:
+
+- Janus / Janus-Pro: understand, judge and generate (a full unified model);
+- chat VLMs (anything AutoModelForImageTextToText loads, with a chat template): understand, judge,
+  and detect by asking for boxes as JSON;
+- zero-shot detectors (OWL-ViT, OWLv2, Grounding DINO): detect;
+- vision encoders (DINOv2, CLIP, SigLIP, ViT): embed.
+
+Spec parameters (all optional):
+
+- ``device`` (auto|cpu|cuda|cuda:N|mps) and ``dtype`` (auto|bf16|fp16|fp32): where and how to run;
+  device does not change what a model computes beyond rounding and is kept out of the identity.
+- ``revision``: hub branch, tag or commit (pinned to the commit found when the spec is read).
+- ``mode`` (letter|likelihood): how multiple-choice questions are answered.
+- ``temperature`` (default 0 = greedy) and ``max_new_tokens`` (a cap on reply length) for text.
+- ``cfg`` (default 5) and ``image_temperature`` (default 1) for Janus image generation.
+- ``threshold`` (default 0.1) for zero-shot detection scores.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar, TypeVar
+
+import anyio.to_thread
+import numpy as np
+from PIL import Image
+
+from umni.backends import Backend
+from umni.errors import ConfigError
+from umni.roles import (
+    DETECT,
+    EMBED,
+    GENERATE,
+    JUDGE,
+    UNDERSTAND,
+    ChoiceReply,
+    Detection,
+    ImageReply,
+    Part,
+    TextReply,
+)
+from umni.spec import Spec
+
+from . import hf_loading
+from .hf_loading import DETECTOR, JANUS, ROLES_BY_KIND, VLM, LoadedModel, ModelSource
+
+T = TypeVar("T")
+
+CHOICE_MODES = ("letter", "likelihood")
+
+#: Output-affecting parameters, their defaults, and the kinds of model they apply to.
+_SETTINGS: dict[str, tuple[Any, frozenset[str]]] = {
+    "mode": ("letter", frozenset({JANUS, VLM})),
+    "temperature": (0.0, frozenset({JANUS, VLM})),
+    "max_new_tokens": (None, frozenset({JANUS, VLM})),
+    "cfg": (5.0, frozenset({JANUS})),
+    "image_temperature": (1.0, frozenset({JANUS})),
+    "threshold": (0.1, frozenset({DETECTOR})),
+}
+_LOCATION_PARAMS = frozenset({"device", "dtype", "revision"})
+
+
+class HFBackend(Backend):
+    """A transformers model in this process, loaded once and shared by every node bound to it."""
+
+    provider: ClassVar[str] = "hf"
+    roles: ClassVar[frozenset[str]] = frozenset({UNDERSTAND, JUDGE, GENERATE, DETECT, EMBED})
+    operational_params: ClassVar[frozenset[str]] = Backend.operational_params | {"device"}
+    #: Calls on one model run one at a time under its lock; more concurrency would only queue threads.
+    default_concurrency: ClassVar[int] = 1
+
+    def __init__(self, spec: Spec) -> None:
+        super().__init__(spec)
+        options = spec.options
+        self.source: ModelSource = hf_loading.locate(spec.name, options.get("revision") or None)
+        self.kind: str = hf_loading.classify(self.source.config, spec.name)
+        self.settings: dict[str, Any] = self._read_settings(options)
+        cuda, mps, bf16 = hf_loading.probe_accelerators()
+        self.device: str = hf_loading.choose_device(options.get("device"), cuda=cuda, mps=mps)
+        self.dtype: str = hf_loading.choose_dtype(options.get("dtype"), self.device, bf16_supported=bf16)
+        self._loaded: LoadedModel | None = None
+
+    def _read_settings(self, options: dict[str, str]) -> dict[str, Any]:
+        known = set(_SETTINGS) | _LOCATION_PARAMS | set(self.operational_params)
+        unknown = sorted(set(options) - known)
+        if unknown:
+            raise ConfigError(
+                f"{self.spec}: unknown parameter(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}"
+            )
+        settings: dict[str, Any] = {}
+        for name, (default, kinds) in _SETTINGS.items():
+            if name in options and self.kind not in kinds:
+                raise ConfigError(
+                    f"{self.spec}: parameter {name} does not apply to this {self.kind} model", field=name
+                )
+            if self.kind in kinds:
+                settings[name] = _convert(name, options.get(name), default)
+        if settings.get("mode", "letter") not in CHOICE_MODES:
+            raise ConfigError(f"{self.spec}: mode must be one of {', '.join(CHOICE_MODES)}", field="mode")
+        return settings
+
+    # ----------------------------------------------------------------------------------------------
+    # backend protocol
+
+    def fills(self) -> frozenset[str]:
+        return ROLES_BY_KIND[self.kind]
+
+    def identity(self) -> dict[str, Any]:
+        """Repo id or folder, pinned revision, dtype and every effective output-affecting setting.
+
+        Defaults are written out, so changing a default in a later version changes the identity
+        instead of silently reusing old results.
+        """
+        return {
+            "provider": self.provider,
+            "name": self.source.name,
+            "revision": self.source.revision,
+            "dtype": self.dtype,
+            "params": dict(self.settings),
+        }
+
+    async def start(self) -> None:
+        if self._loaded is None:
+            self._loaded = await anyio.to_thread.run_sync(
+                hf_loading.load, self.source, self.kind, self.device, self.dtype
+            )
+
+    async def aclose(self) -> None:
+        # The weights stay in the process-wide cache for other backends naming the same model.
+        self._loaded = None
+
+    # ----------------------------------------------------------------------------------------------
+    # roles
+
+    async def respond(self, parts: Sequence[Part], *, max_tokens: int = 512, seed: int = 0) -> TextReply:
+        from .hf_vlm import generate_text
+
+        self._require(UNDERSTAND)
+        limit = self.settings["max_new_tokens"]
+        text, usage = await self._run(
+            lambda loaded: generate_text(
+                loaded, parts, max_new_tokens=min(max_tokens, limit) if limit else max_tokens,
+                temperature=self.settings["temperature"], seed=seed,
+            )
+        )
+        return TextReply(text=text, usage=usage)
+
+    async def choose(self, parts: Sequence[Part], options: Sequence[str], *, seed: int = 0) -> ChoiceReply:
+        from .hf_vlm import choose_by_letter, choose_by_likelihood
+
+        self._require(UNDERSTAND)
+        if not options:
+            raise ConfigError("choose() needs at least one option")
+        if len(options) > 26:
+            raise ConfigError(f"choose() takes at most 26 options (letters A-Z), got {len(options)}")
+        if self.settings["mode"] == "likelihood":
+            return await self._run(lambda loaded: choose_by_likelihood(loaded, parts, options))
+        return await self._run(
+            lambda loaded: choose_by_letter(loaded, parts, options, temperature=self.settings["temperature"], seed=seed)
+        )
+
+    async def generate(self, parts: Sequence[Part], *, seed: int = 0) -> ImageReply:
+        from .hf_janus import generate_image
+
+        self._require(GENERATE)
+        image, usage = await self._run(
+            lambda loaded: generate_image(
+                loaded, parts, seed=seed, cfg=self.settings["cfg"], temperature=self.settings["image_temperature"],
+            )
+        )
+        return ImageReply(image=image, usage=usage)
+
+    async def detect(self, image: Image.Image, labels: Sequence[str]) -> list[Detection]:
+        self._require(DETECT)
+        if not labels:
+            return []
+        if self.kind == VLM:
+            from .hf_vlm import ground
+
+            return await self._run(lambda loaded: ground(loaded, image, labels))
+        from .hf_tools import detect_zero_shot
+
+        return await self._run(
+            lambda loaded: detect_zero_shot(loaded, image, labels, threshold=self.settings["threshold"])
+        )
+
+    async def embed(self, images: Sequence[Image.Image]) -> np.ndarray:
+        from .hf_tools import embed_images
+
+        self._require(EMBED)
+        if not images:
+            return np.zeros((0, 0), dtype=np.float32)
+        return await self._run(lambda loaded: embed_images(loaded, images))
+
+    # ----------------------------------------------------------------------------------------------
+    # helpers
+
+    def _require(self, role: str) -> None:
+        if role not in self.fills():
+            raise ConfigError(
+                f"{self.spec} is a {self.kind} model and fills {', '.join(sorted(self.fills()))}, not {role}"
+            )
+
+    async def _run(self, work: Callable[[LoadedModel], T]) -> T:
+        """Run blocking model work in a worker thread, one call per model at a time."""
+        await self.start()
+        loaded = self._loaded
+        assert loaded is not None
+
+        def locked() -> T:
+            with loaded.lock:
+                return work(loaded)
+
+        return await anyio.to_thread.run_sync(locked)
+
+
+def _convert(name: str, raw: str | None, default: Any) -> Any:
+    if raw is None or raw == "":
+        return default
+    if name == "mode":
+        return raw
+    try:
+        value = int(raw) if name == "max_new_tokens" else float(raw)
+    except ValueError:
+        raise ConfigError(f"parameter {name}={raw} is not a number", field=name) from None
+    if value < 0 or (name == "max_new_tokens" and value == 0):
+        raise ConfigError(f"parameter {name}={raw} must be positive", field=name)
+    return value

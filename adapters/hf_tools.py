@@ -1,0 +1,97 @@
+"""Tool roles on transformers models: open-vocabulary detection and image embeddings.
+
+Blocking functions; the backend runs them in a worker thread under the model's lock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from PIL import Image
+
+from umni.roles import Detection
+
+from .hf_loading import LoadedModel
+
+
+def detect_zero_shot(
+    loaded: LoadedModel, image: Image.Image, labels: Sequence[str], *, threshold: float,
+) -> list[Detection]:
+    """Boxes (pixels) for the labels asked for, from OWL-ViT / OWLv2 / Grounding DINO style detectors.
+
+    Each family's processor knows how its boxes map back to the image (OWLv2 pads to a square, for
+    instance), so post-processing is left to it with the original (height, width) as target size.
+    """
+    import torch
+
+    image = image.convert("RGB")
+    processor = loaded.processor
+    target = [(image.height, image.width)]
+    grounding_dino = "input_ids" in _post_process_params(processor)
+    # Grounding DINO reads one caption of dot-separated phrases; OWL models take a list of queries.
+    text = [". ".join(label.lower() for label in labels) + "."] if grounding_dino else [list(labels)]
+    inputs = processor(text=text, images=image, return_tensors="pt").to(loaded.model.device, dtype=loaded.model.dtype)
+    with torch.inference_mode():
+        outputs = loaded.model(**inputs)
+    if grounding_dino:
+        result = processor.post_process_grounded_object_detection(
+            outputs, inputs["input_ids"], threshold=threshold, text_threshold=threshold, target_sizes=target,
+        )[0]
+        names = result.get("text_labels") or result.get("labels")
+    else:
+        result = processor.post_process_grounded_object_detection(
+            outputs, threshold=threshold, target_sizes=target, text_labels=[list(labels)],
+        )[0]
+        names = result["text_labels"]
+    boxes = result["boxes"].float().cpu().tolist()
+    scores = result["scores"].float().cpu().tolist()
+    return [
+        Detection(label=_asked_label(str(name), labels), box=_clip_box(box, image.width, image.height), score=score)
+        for name, box, score in zip(names, boxes, scores)
+    ]
+
+
+def _clip_box(box: Sequence[float], width: int, height: int) -> tuple[float, float, float, float]:
+    """Keep a box inside the image: regressed boxes may overhang the border, pixels beyond it do not exist."""
+    x0, y0, x1, y1 = box
+    return (min(max(x0, 0.0), width), min(max(y0, 0.0), height), min(max(x1, 0.0), width), min(max(y1, 0.0), height))
+
+
+def _post_process_params(processor: object) -> tuple[str, ...]:
+    import inspect
+
+    method = getattr(processor, "post_process_grounded_object_detection", None)
+    return tuple(inspect.signature(method).parameters) if method else ()
+
+
+def _asked_label(name: str, labels: Sequence[str]) -> str:
+    """Map a detector's phrase back to the label as the caller spelled it (Grounding DINO lowercases)."""
+    for label in labels:
+        if label.lower() == name.lower().strip(" ."):
+            return label
+    return name
+
+
+def embed_images(loaded: LoadedModel, images: Sequence[Image.Image]) -> np.ndarray:
+    """One L2-normalised feature row per image.
+
+    Dual encoders (CLIP, SigLIP) give their projected image features; vision-only encoders (DINOv2,
+    ViT) their pooled output, or the CLS token when the model has no pooler.
+    """
+    import torch
+
+    model = loaded.model
+    pixels = loaded.processor(images=[im.convert("RGB") for im in images], return_tensors="pt")
+    pixels = pixels.to(model.device, dtype=model.dtype)
+    with torch.inference_mode():
+        if hasattr(model, "get_image_features"):
+            features = model.get_image_features(**pixels)
+            if not isinstance(features, torch.Tensor):  # newer versions return an output object
+                features = features.pooler_output
+        else:
+            outputs = model(**pixels)
+            pooled = getattr(outputs, "pooler_output", None)
+            features = pooled if pooled is not None else outputs.last_hidden_state[:, 0]
+    features = torch.nn.functional.normalize(features.float(), dim=-1)
+    return features.cpu().numpy()

@@ -1,0 +1,300 @@
+"""GENIUS cases: the official record format, image references, and the dataset loader.
+
+The official layout is ``dataset/<dimension>/test_data.json`` with the images of a dimension under
+``dataset/<dimension>/images/``. A record interleaves text and images in ``context`` through
+``<image:NAME>`` tags; ``NAME`` gets ``.png`` appended when it has no image extension and is looked up
+under the dimension's ``images/`` folder. Every resolved path must stay inside the dataset folder, so
+a case file cannot make umni read arbitrary files.
+
+``rc_hint`` is the curated description of a correct output (the Rule Compliance judge's gold
+standard). ``vc_hint`` (also spelled ``VC_hint``) is a string or a list of strings; each names one
+context image with ``<image:NAME>`` whose identity the output must keep. ``multi_semantic`` records
+have none, so that dimension has no Visual Consistency score.
+
+Missing image files are not load errors: `load_dataset` lists them as (record, path) pairs so a run
+can report them, because a generation without its context images would be meaningless.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath, PureWindowsPath
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from umni.errors import InputError, InputErrors
+
+DIMENSIONS = ("implicit_pattern", "symbolic_constraint", "visual_constraint", "prior_conflicting", "multi_semantic")
+#: Dimensions whose records carry no vc_hint, hence no Visual Consistency score.
+DIMENSIONS_WITHOUT_VC = ("multi_semantic",)
+DATA_FILE = "test_data.json"
+IMAGES_FOLDER = "images"
+IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".webp", ".gif", ".bmp")
+
+#: ``<image:NAME>``; NAME may not contain angle brackets. Spaces around NAME are ignored.
+IMAGE_TAG = re.compile(r"<image:\s*([^<>]*?)\s*>")
+
+
+class GeniusRecord(BaseModel):
+    """One record of ``test_data.json`` as written. Unknown extra fields are kept, not rejected,
+    because the official files may carry fields umni does not use."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    id: StrictStr | StrictInt
+    context: str
+    instruction: str = Field(min_length=1)
+    rc_hint: str = Field(min_length=1)
+    vc_hint: StrictStr | list[StrictStr] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_vc_spelling(cls, data: object) -> object:
+        if isinstance(data, dict) and "VC_hint" in data:
+            if "vc_hint" in data:
+                raise ValueError("give either vc_hint or VC_hint, not both")
+            data = {("vc_hint" if key == "VC_hint" else key): value for key, value in data.items()}
+        return data
+
+    @field_validator("id")
+    @classmethod
+    def _id_is_a_file_name(cls, value: str | int) -> str | int:
+        text = str(value)
+        if not text.strip() or text in {".", ".."} or "/" in text or "\\" in text:
+            raise ValueError(f"id {value!r} cannot be used as an output file name")
+        return value
+
+    @field_validator("vc_hint")
+    @classmethod
+    def _hints_name_an_image(cls, value: str | list[str] | None) -> str | list[str] | None:
+        for hint in [value] if isinstance(value, str) else value or []:
+            if not IMAGE_TAG.search(hint):
+                raise ValueError(f"each vc_hint must name its reference image with <image:NAME>: {hint!r}")
+        return value
+
+    @property
+    def vc_hints(self) -> list[str]:
+        if self.vc_hint is None:
+            return []
+        return [self.vc_hint] if isinstance(self.vc_hint, str) else list(self.vc_hint)
+
+
+@dataclass(frozen=True)
+class ImageRef:
+    """An image named by a tag: the name as written and where it resolves."""
+
+    name: str
+    path: Path
+
+
+@dataclass(frozen=True)
+class VCHint:
+    """One Visual Consistency hint and the context image it is about (its first tag)."""
+
+    text: str
+    reference: ImageRef
+
+
+@dataclass
+class GeniusCase:
+    """A record with its dimension and every image reference resolved."""
+
+    dimension: str
+    record: GeniusRecord
+    images: dict[str, ImageRef]
+    vc_hints: list[VCHint] = field(default_factory=list)
+
+    @property
+    def id(self) -> str | int:
+        return self.record.id
+
+    @property
+    def key(self) -> str:
+        """``dimension/id``: unique across the dataset, used to name records in reports."""
+        return f"{self.dimension}/{self.record.id}"
+
+    @property
+    def output_name(self) -> str:
+        """The official output file name, ``<id>.png``."""
+        return f"{self.record.id}.png"
+
+    @property
+    def context(self) -> str:
+        return self.record.context
+
+    @property
+    def instruction(self) -> str:
+        return self.record.instruction
+
+    @property
+    def rc_hint(self) -> str:
+        return self.record.rc_hint
+
+    @property
+    def context_images(self) -> list[ImageRef]:
+        """Context images in order of first mention, each once."""
+        seen: dict[str, ImageRef] = {}
+        for name in image_names(self.record.context):
+            seen.setdefault(name, self.images[name])
+        return list(seen.values())
+
+
+@dataclass
+class GeniusDataset:
+    """Loaded cases of one or more dimensions, with the image files that do not exist."""
+
+    root: Path
+    cases: list[GeniusCase]
+    missing_images: list[tuple[str, Path]]
+
+    def by_dimension(self) -> dict[str, list[GeniusCase]]:
+        grouped: dict[str, list[GeniusCase]] = {}
+        for case in self.cases:
+            grouped.setdefault(case.dimension, []).append(case)
+        return grouped
+
+
+def image_names(text: str) -> list[str]:
+    """Every ``<image:NAME>`` name in `text`, in order (repeats kept)."""
+    return [match.group(1) for match in IMAGE_TAG.finditer(text)]
+
+
+def image_file_name(name: str) -> str:
+    """The file name a tag refers to: ``.png`` is added when the name has no image extension."""
+    return name if name.lower().endswith(IMAGE_EXTENSIONS) else name + ".png"
+
+
+def resolve_image(name: str, dimension_dir: Path, root: Path) -> Path:
+    """Where the image `name` of a dimension lives; raises ValueError if it would leave `root`."""
+    file_name = image_file_name(name)
+    if not name or PurePosixPath(file_name).is_absolute() or PureWindowsPath(file_name).is_absolute():
+        raise ValueError(f"image name {name!r} must be a relative path")
+    path = (dimension_dir / IMAGES_FOLDER / file_name).resolve()
+    if not path.is_relative_to(root.resolve()):
+        raise ValueError(f"image {name!r} resolves outside the dataset folder ({path})")
+    return path
+
+
+def load_dimension(root: str | Path, dimension: str) -> list[GeniusCase]:
+    """Load ``<root>/<dimension>/test_data.json``, reporting every bad record in one InputErrors."""
+    root = Path(root)
+    if dimension not in DIMENSIONS:
+        raise InputError(f"unknown GENIUS dimension {dimension!r}; known: {', '.join(DIMENSIONS)}", path=root)
+    dimension_dir = root / dimension
+    path = dimension_dir / DATA_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError("file not found", path=path) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read the file: {exc}", path=path) from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"not valid JSON: {exc.msg}", path=path, line=exc.lineno) from None
+    if not isinstance(data, list):
+        raise InputError(f"expected a JSON list of records, found {type(data).__name__}", path=path)
+
+    cases: list[GeniusCase] = []
+    errors: list[InputError] = []
+    first_seen: dict[str, int] = {}
+    for index, raw in enumerate(data):
+        label = _record_label(index, raw)
+        if not isinstance(raw, dict):
+            errors.append(InputError(f"expected an object, found {type(raw).__name__}", path=path, record=label))
+            continue
+        try:
+            record = GeniusRecord.model_validate(raw)
+        except ValidationError as exc:
+            for problem in exc.errors():
+                where = ".".join(str(part) for part in problem["loc"]) or None
+                errors.append(InputError(problem["msg"], path=path, record=label, field=where))
+            continue
+        key = str(record.id)
+        if key in first_seen:
+            message = f"duplicate id (first seen at record #{first_seen[key]})"
+            errors.append(InputError(message, path=path, record=label, field="id"))
+            continue
+        first_seen[key] = index
+        case, problems = _resolve(record, dimension, dimension_dir, root)
+        errors.extend(InputError(message, path=path, record=label, field=where) for where, message in problems)
+        if case is not None:
+            cases.append(case)
+    if errors:
+        raise InputErrors(errors)
+    return cases
+
+
+def load_dataset(root: str | Path, dimensions: Iterable[str] | None = None) -> GeniusDataset:
+    """Load several dimensions (default: every known dimension that has a folder under `root`)."""
+    root = Path(root)
+    if not root.is_dir():
+        raise InputError("GENIUS dataset folder not found", path=root)
+    if dimensions is None:
+        chosen = [d for d in DIMENSIONS if (root / d / DATA_FILE).is_file()]
+        if not chosen:
+            raise InputError(f"no <dimension>/{DATA_FILE} here; dimensions are: {', '.join(DIMENSIONS)}", path=root)
+    else:
+        chosen = list(dimensions)
+    cases: list[GeniusCase] = []
+    errors: list[InputError] = []
+    for dimension in chosen:
+        try:
+            cases.extend(load_dimension(root, dimension))
+        except InputErrors as exc:
+            errors.extend(exc.errors)
+        except InputError as exc:
+            errors.append(exc)
+    if errors:
+        raise InputErrors(errors)
+    return GeniusDataset(root=root, cases=cases, missing_images=missing_images(cases))
+
+
+def missing_images(cases: Iterable[GeniusCase]) -> list[tuple[str, Path]]:
+    """(record key, path) for every referenced image file that does not exist, each pair once."""
+    found: list[tuple[str, Path]] = []
+    for case in cases:
+        for path in dict.fromkeys(ref.path for ref in case.images.values()):
+            if not path.is_file():
+                found.append((case.key, path))
+    return found
+
+
+def _resolve(
+    record: GeniusRecord, dimension: str, dimension_dir: Path, root: Path
+) -> tuple[GeniusCase | None, list[tuple[str, str]]]:
+    """Resolve every tag of the record; problems come back as (field, message) pairs."""
+    problems: list[tuple[str, str]] = []
+    images: dict[str, ImageRef] = {}
+    hints = record.vc_hints
+    fields = [("context", record.context)] + [
+        (f"vc_hint.{i}" if isinstance(record.vc_hint, list) else "vc_hint", hint) for i, hint in enumerate(hints)
+    ]
+    for where, text in fields:
+        for name in image_names(text):
+            if name in images:
+                continue
+            try:
+                images[name] = ImageRef(name, resolve_image(name, dimension_dir, root))
+            except ValueError as exc:
+                problems.append((where, str(exc)))
+    if problems:
+        return None, problems
+    vc_hints = [VCHint(text=hint, reference=images[image_names(hint)[0]]) for hint in hints]
+    return GeniusCase(dimension=dimension, record=record, images=images, vc_hints=vc_hints), []
+
+
+def _record_label(index: int, raw: object) -> str:
+    if isinstance(raw, dict) and isinstance(raw.get("id"), (str, int)) and not isinstance(raw.get("id"), bool):
+        return f"#{index} (id {raw['id']})"
+    return f"#{index}"

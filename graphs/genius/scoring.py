@@ -1,0 +1,255 @@
+"""GENIUS scores: per-item RC / VC / AQ from repeated judge rounds, dimension tables, the Overall.
+
+Inputs are plain per-item records (`GeniusItem`) so the graph's aggregation step can build them from
+its judge nodes. The rules, and where they come from:
+
+* Each metric is judged in several rounds (3 officially) with marks 0-2. The item's mark is
+  ``round(mean of the rounds)`` with Python's built-in ``round`` (ties to even), as ``round(mean)``
+  in the official scoring reads. With three complete rounds the mean is a multiple of 1/3, so no tie
+  can occur; ties (x.5) only arise when a round failed and `min_valid_rounds` lets the rest count.
+* A round is an int or a `JudgeFailure`. By default any failed round makes the item's metric a
+  failure: it is counted by kind and left out of the mean, never scored 0 (the official code scores
+  an unreadable answer 0; umni retries upstream and then reports it).
+* Visual Consistency: one judgement per vc_hint. The copy check comes first: if the output is a copy
+  of that hint's reference image, the hint scores 0 without looking at its rounds. The item's VC is
+  the mean of its hints' marks (not rounded again).
+* A missing output image scores 0 on every metric that applies (official behaviour, kept), and is
+  also counted under ``missing_outputs`` so the gap stays visible.
+* Marks are scaled ×50 (0-100). Averages across dimensions are data-weighted: every item counts once,
+  so a dimension weighs by its number of scored items.
+* Overall = 0.6·RC + 0.35·VC + 0.05·AQ over those pooled means. multi_semantic has no vc_hint: its
+  items count in RC and AQ but not in VC, whose mean pools only items that have hints (a missing VC is
+  not a 0). The official aggregation code could not be consulted; this reading is the one that keeps
+  the paper's formula unchanged and fits its main table best among the alternatives tried (VC of
+  multi_semantic as 0, or a renormalised per-dimension Overall). Per-dimension tables report RC, VC
+  and AQ only, as the paper does; no per-dimension Overall is defined.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from statistics import fmean
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, model_validator
+
+from .cases import DIMENSIONS
+
+OVERALL_WEIGHTS = {"rc": 0.6, "vc": 0.35, "aq": 0.05}
+SCALE = 50
+
+
+class JudgeFailure(BaseModel):
+    """A judge round that gave no usable mark (``parse``, ``invalid``, ``backend`` …)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: str = Field(min_length=1)
+    detail: str = ""
+
+
+Round = StrictInt | JudgeFailure
+
+
+class HintJudgement(BaseModel):
+    """One vc_hint: the copy-check verdict (see `copy_verdict`) and the Visual Consistency rounds,
+    which may be empty when the output was found to be a copy."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    copied: StrictBool | JudgeFailure = False
+    rounds: list[Round] = Field(default_factory=list)
+
+
+class GeniusItem(BaseModel):
+    """Everything the judges said about one case's output."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    dimension: str
+    id: StrictStr | StrictInt
+    #: How many vc_hints the case has (0 for multi_semantic); VC applies when > 0.
+    vc_hints: int = Field(ge=0)
+    output_missing: bool = False
+    rc: list[Round] = Field(default_factory=list)
+    aq: list[Round] = Field(default_factory=list)
+    vc: list[HintJudgement] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "GeniusItem":
+        if self.dimension not in DIMENSIONS:
+            raise ValueError(f"unknown dimension {self.dimension!r}; known: {', '.join(DIMENSIONS)}")
+        if self.output_missing:
+            if self.rc or self.aq or self.vc:
+                raise ValueError("an item without an output image has no judge rounds")
+            return self
+        if not self.rc or not self.aq:
+            raise ValueError("an item with an output needs at least one rc and one aq round")
+        if len(self.vc) != self.vc_hints:
+            raise ValueError(f"expected {self.vc_hints} vc judgements (one per hint), got {len(self.vc)}")
+        for hint in self.vc:
+            if hint.copied is False and not hint.rounds:
+                raise ValueError("a hint that is not a copy needs at least one vc round")
+        return self
+
+    @property
+    def key(self) -> str:
+        return f"{self.dimension}/{self.id}"
+
+
+def metric_mark(rounds: Sequence[int | JudgeFailure], *, min_valid_rounds: int | None = None) -> int | JudgeFailure:
+    """round(mean) of the valid rounds; a JudgeFailure when fewer than `min_valid_rounds` are valid
+    (default: all of them must be)."""
+    if not rounds:
+        raise ValueError("no rounds to score")
+    valid = [r for r in rounds if not isinstance(r, JudgeFailure)]
+    failures = [r for r in rounds if isinstance(r, JudgeFailure)]
+    needed = len(rounds) if min_valid_rounds is None else min_valid_rounds
+    if len(valid) < max(needed, 1):
+        if not failures:
+            raise ValueError(f"{len(rounds)} round(s) given but {needed} valid ones are required")
+        return failures[0]
+    return round(fmean(valid))
+
+
+def copy_verdict(rounds: Sequence[int | JudgeFailure], *, min_valid_rounds: int | None = None) -> bool | JudgeFailure:
+    """Whether repeated ``Copy: 0|1`` answers say the output is a copy (round of their mean)."""
+    mark = metric_mark(rounds, min_valid_rounds=min_valid_rounds)
+    return mark if isinstance(mark, JudgeFailure) else mark >= 1
+
+
+@dataclass(frozen=True)
+class ItemScore:
+    """One item on the 0-100 scale. ``vc`` is None when the case has no vc_hint."""
+
+    key: str
+    dimension: str
+    rc: float | JudgeFailure
+    vc: float | JudgeFailure | None
+    aq: float | JudgeFailure
+    output_missing: bool
+
+
+def score_item(item: GeniusItem | Mapping, *, min_valid_rounds: int | None = None) -> ItemScore:
+    """RC, VC and AQ of one item, ×50."""
+    item = item if isinstance(item, GeniusItem) else GeniusItem.model_validate(item)
+    has_vc = item.vc_hints > 0
+    if item.output_missing:
+        return ItemScore(item.key, item.dimension, 0.0, 0.0 if has_vc else None, 0.0, True)
+    rc = metric_mark(item.rc, min_valid_rounds=min_valid_rounds)
+    aq = metric_mark(item.aq, min_valid_rounds=min_valid_rounds)
+    vc: float | JudgeFailure | None = None
+    if has_vc:
+        marks: list[int] = []
+        for hint in item.vc:
+            mark = _hint_mark(hint, min_valid_rounds)
+            if isinstance(mark, JudgeFailure):
+                vc = mark
+                break
+            marks.append(mark)
+        else:
+            vc = fmean(marks) * SCALE
+    return ItemScore(item.key, item.dimension, _scaled(rc), vc, _scaled(aq), False)
+
+
+@dataclass
+class MetricResult:
+    """Mean (0-100) over scored items, how many were scored, and failures by kind."""
+
+    mean: float | None
+    scored: int
+    failures: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class DimensionResult:
+    items: int
+    missing_outputs: int
+    rc: MetricResult
+    vc: MetricResult | None
+    aq: MetricResult
+
+
+@dataclass
+class GeniusSummary:
+    """Per-dimension RC/VC/AQ, pooled (data-weighted) RC/VC/AQ, the Overall, and what was missing."""
+
+    dimensions: dict[str, DimensionResult]
+    rc: MetricResult
+    vc: MetricResult
+    aq: MetricResult
+    overall: float | None
+    missing_outputs: int
+    #: Expected ``dimension/id`` keys with no item record at all (not scored, not zero).
+    missing_items: list[str]
+    weights: dict[str, float] = field(default_factory=lambda: dict(OVERALL_WEIGHTS))
+
+
+def summarize(
+    items: Iterable[GeniusItem | Mapping],
+    *,
+    expected: Iterable[str] | None = None,
+    min_valid_rounds: int | None = None,
+) -> GeniusSummary:
+    """Score every item and aggregate. `expected` lists the ``dimension/id`` keys the run covers."""
+    scores: list[ItemScore] = []
+    seen: set[str] = set()
+    for raw in items:
+        item = raw if isinstance(raw, GeniusItem) else GeniusItem.model_validate(raw)
+        if item.key in seen:
+            raise ValueError(f"{item.key} has more than one item record")
+        seen.add(item.key)
+        scores.append(score_item(item, min_valid_rounds=min_valid_rounds))
+
+    dimensions: dict[str, DimensionResult] = {}
+    for dimension in DIMENSIONS:
+        mine = [s for s in scores if s.dimension == dimension]
+        if not mine:
+            continue
+        vc_values = [s.vc for s in mine if s.vc is not None]
+        dimensions[dimension] = DimensionResult(
+            items=len(mine),
+            missing_outputs=sum(s.output_missing for s in mine),
+            rc=_metric([s.rc for s in mine]),
+            vc=_metric(vc_values) if vc_values else None,
+            aq=_metric([s.aq for s in mine]),
+        )
+    rc = _metric([s.rc for s in scores])
+    vc = _metric([s.vc for s in scores if s.vc is not None])
+    aq = _metric([s.aq for s in scores])
+    return GeniusSummary(
+        dimensions=dimensions,
+        rc=rc,
+        vc=vc,
+        aq=aq,
+        overall=overall(rc.mean, vc.mean, aq.mean),
+        missing_outputs=sum(s.output_missing for s in scores),
+        missing_items=sorted(set(expected or ()) - seen),
+    )
+
+
+def overall(rc: float | None, vc: float | None, aq: float | None) -> float | None:
+    """0.6·RC + 0.35·VC + 0.05·AQ; None if any part has no scored item."""
+    if rc is None or vc is None or aq is None:
+        return None
+    return OVERALL_WEIGHTS["rc"] * rc + OVERALL_WEIGHTS["vc"] * vc + OVERALL_WEIGHTS["aq"] * aq
+
+
+def _hint_mark(hint: HintJudgement, min_valid_rounds: int | None) -> int | JudgeFailure:
+    """The copy check decides first: a copy scores 0, an undecided check is a failure."""
+    if isinstance(hint.copied, JudgeFailure):
+        return hint.copied
+    if hint.copied:
+        return 0
+    return metric_mark(hint.rounds, min_valid_rounds=min_valid_rounds)
+
+
+def _scaled(mark: int | JudgeFailure) -> float | JudgeFailure:
+    return mark if isinstance(mark, JudgeFailure) else float(mark * SCALE)
+
+
+def _metric(values: Sequence[float | JudgeFailure]) -> MetricResult:
+    scored = [v for v in values if not isinstance(v, JudgeFailure)]
+    failures = Counter(v.kind for v in values if isinstance(v, JudgeFailure))
+    return MetricResult(mean=fmean(scored) if scored else None, scored=len(scored), failures=dict(failures))

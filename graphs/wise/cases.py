@@ -1,0 +1,258 @@
+"""WISE prompts: the record format, the two prompt sets and their category id ranges, and the loader.
+
+WISE ships JSON lists of ``{prompt_id, Prompt, Explanation, Category, Subcategory}``. The official
+scoring scripts decide a prompt's category by its id range, not by the ``Category`` text (which is
+inconsistent: ``time`` vs ``Space`` vs ``Physical Knowledge``, and one biology prompt of the legacy
+rewrite file says ``Ecology``), so `category_of` maps ids and the ``Category`` field is kept as given.
+
+Two sets exist and their ranges differ, so every id lookup names the set:
+
+* ``legacy`` (the paper): files ``cultural_common_sense.json``, ``spatio-temporal_reasoning.json``,
+  ``natural_science.json``; the ``*_rewrite.json`` twins hold the explicit rewrite of each prompt under
+  the same id (the paper's rewrite ablation).
+* ``verified`` (the current default): ``merge.json`` holds all prompts; the three ``*_verified.json``
+  files hold the same prompts split by domain and are read only when ``merge.json`` is absent.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
+
+from umni.errors import InputError, InputErrors
+
+Variant = Literal["legacy", "verified"]
+VARIANTS: tuple[Variant, ...] = ("legacy", "verified")
+
+#: Category names used in summaries, in the order of the paper's tables.
+CATEGORIES = ("culture", "time", "space", "biology", "physics", "chemistry")
+
+#: Inclusive prompt-id range of each category, per set (from the official scoring scripts).
+CATEGORY_RANGES: dict[Variant, dict[str, tuple[int, int]]] = {
+    "legacy": {
+        "culture": (1, 400),
+        "time": (401, 567),
+        "space": (568, 700),
+        "biology": (701, 800),
+        "physics": (801, 900),
+        "chemistry": (901, 1000),
+    },
+    "verified": {
+        "culture": (1, 400),
+        "time": (401, 520),
+        "space": (521, 640),
+        "biology": (641, 760),
+        "physics": (761, 880),
+        "chemistry": (881, 1000),
+    },
+}
+
+LEGACY_FILES = ("cultural_common_sense.json", "spatio-temporal_reasoning.json", "natural_science.json")
+LEGACY_REWRITE_FILES = tuple(name.replace(".json", "_rewrite.json") for name in LEGACY_FILES)
+VERIFIED_MERGED_FILE = "merge.json"
+VERIFIED_SPLIT_FILES = tuple(name.replace(".json", "_verified.json") for name in LEGACY_FILES)
+
+
+class WisePrompt(BaseModel):
+    """One WISE prompt as the official files spell it. Generation sees `Prompt` only; the judge also
+    gets `Explanation`, which says what a knowledgeable image must show."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    prompt_id: StrictInt = Field(ge=1, le=1000)
+    Prompt: str = Field(min_length=1)
+    Explanation: str = Field(min_length=1)
+    Category: str = Field(min_length=1)
+    Subcategory: str = Field(min_length=1)
+
+    @property
+    def image_name(self) -> str:
+        """Official file name of the generated image, so outputs can be judged by other tools too."""
+        return f"{self.prompt_id}.png"
+
+
+def category_of(prompt_id: int, variant: Variant) -> str:
+    """The category a prompt id belongs to in `variant`; raises ValueError outside 1..1000."""
+    for name, (low, high) in _ranges(variant).items():
+        if low <= prompt_id <= high:
+            return name
+    raise ValueError(f"prompt_id {prompt_id} is outside every {variant} category range (1..1000)")
+
+
+def expected_ids(variant: Variant, categories: Iterable[str] = CATEGORIES) -> list[int]:
+    """Every prompt id the full `variant` set holds for `categories` (all 1000 by default)."""
+    ranges = _ranges(variant)
+    ids: list[int] = []
+    for name in categories:
+        if name not in ranges:
+            raise ValueError(f"unknown WISE category {name!r}; known: {', '.join(CATEGORIES)}")
+        low, high = ranges[name]
+        ids.extend(range(low, high + 1))
+    return sorted(ids)
+
+
+def missing_ids(present: Iterable[int], expected: Iterable[int]) -> list[int]:
+    """Expected ids with no prompt (or no result): the official scripts refuse to score when any exist;
+    umni scores what is there and lists these instead."""
+    have = set(present)
+    return sorted(i for i in set(expected) if i not in have)
+
+
+def load_prompts(path: str | Path) -> list[WisePrompt]:
+    """Read one WISE JSON file, checking every record and reporting all problems in one InputErrors."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError("file not found", path=path) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read the file: {exc}", path=path) from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"not valid JSON: {exc.msg}", path=path, line=exc.lineno) from None
+    if not isinstance(data, list):
+        raise InputError(f"expected a JSON list of prompt records, found {type(data).__name__}", path=path)
+
+    prompts: list[WisePrompt] = []
+    errors: list[InputError] = []
+    first_index: dict[int, int] = {}
+    for index, raw in enumerate(data):
+        label = _record_label(index, raw)
+        if not isinstance(raw, dict):
+            errors.append(InputError(f"expected an object, found {type(raw).__name__}", path=path, record=label))
+            continue
+        try:
+            prompt = WisePrompt.model_validate(raw)
+        except ValidationError as exc:
+            for problem in exc.errors():
+                where = ".".join(str(part) for part in problem["loc"]) or None
+                errors.append(InputError(problem["msg"], path=path, record=label, field=where))
+            continue
+        if prompt.prompt_id in first_index:
+            errors.append(
+                InputError(
+                    f"duplicate prompt_id (first seen at record #{first_index[prompt.prompt_id]})",
+                    path=path,
+                    record=label,
+                    field="prompt_id",
+                )
+            )
+            continue
+        first_index[prompt.prompt_id] = index
+        prompts.append(prompt)
+    if errors:
+        raise InputErrors(errors)
+    return prompts
+
+
+@dataclass
+class WiseCaseSet:
+    """The prompts of one set, sorted by id, with where they came from and which ids are absent."""
+
+    variant: Variant
+    directory: Path
+    files: list[Path]
+    prompts: list[WisePrompt]
+    rewrite: bool = False
+    missing: list[int] = field(default_factory=list)
+
+    def by_id(self) -> dict[int, WisePrompt]:
+        return {p.prompt_id: p for p in self.prompts}
+
+    def category_of(self, prompt_id: int) -> str:
+        return category_of(prompt_id, self.variant)
+
+    def ids_by_category(self) -> dict[str, list[int]]:
+        grouped: dict[str, list[int]] = {name: [] for name in CATEGORIES}
+        for p in self.prompts:
+            grouped[self.category_of(p.prompt_id)].append(p.prompt_id)
+        return grouped
+
+
+def set_files(directory: str | Path, variant: Variant, *, rewrite: bool = False) -> list[Path]:
+    """The files `load_set` reads for `variant` in `directory` (only those that exist)."""
+    directory = Path(directory)
+    if variant == "legacy":
+        names: Sequence[str] = LEGACY_REWRITE_FILES if rewrite else LEGACY_FILES
+    elif rewrite:
+        raise InputError("the rewrite ablation exists only for the legacy set", path=directory)
+    elif (directory / VERIFIED_MERGED_FILE).is_file():
+        names = (VERIFIED_MERGED_FILE,)
+    else:
+        names = VERIFIED_SPLIT_FILES
+    return [directory / name for name in names if (directory / name).is_file()]
+
+
+def load_set(directory: str | Path, variant: Variant, *, rewrite: bool = False) -> WiseCaseSet:
+    """Load a whole set directory (official file names), checking ids across files.
+
+    A sample set may hold only some prompts: absent ids are listed in `missing`, not treated as
+    errors. Ids outside the set's ranges cannot happen (every id 1..1000 has a category); duplicates
+    across files are errors.
+    """
+    directory = Path(directory)
+    _ranges(variant)
+    if not directory.is_dir():
+        raise InputError("WISE set directory not found", path=directory)
+    files = set_files(directory, variant, rewrite=rewrite)
+    if not files:
+        if variant == "legacy":
+            wanted: Sequence[str] = LEGACY_REWRITE_FILES if rewrite else LEGACY_FILES
+        else:
+            wanted = (VERIFIED_MERGED_FILE, *VERIFIED_SPLIT_FILES)
+        raise InputError(f"no {variant} WISE files here; expected one of: {', '.join(wanted)}", path=directory)
+
+    errors: list[InputError] = []
+    prompts: dict[int, WisePrompt] = {}
+    source: dict[int, Path] = {}
+    for path in files:
+        try:
+            loaded = load_prompts(path)
+        except InputErrors as exc:
+            errors.extend(exc.errors)
+            continue
+        except InputError as exc:
+            errors.append(exc)
+            continue
+        for prompt in loaded:
+            if prompt.prompt_id in prompts:
+                errors.append(
+                    InputError(
+                        f"prompt_id {prompt.prompt_id} also appears in {source[prompt.prompt_id].name}",
+                        path=path,
+                        record=f"prompt_id {prompt.prompt_id}",
+                        field="prompt_id",
+                    )
+                )
+                continue
+            prompts[prompt.prompt_id] = prompt
+            source[prompt.prompt_id] = path
+    if errors:
+        raise InputErrors(errors)
+    ordered = [prompts[i] for i in sorted(prompts)]
+    return WiseCaseSet(
+        variant=variant,
+        directory=directory,
+        files=files,
+        prompts=ordered,
+        rewrite=rewrite,
+        missing=missing_ids(prompts, expected_ids(variant)),
+    )
+
+
+def _ranges(variant: str) -> dict[str, tuple[int, int]]:
+    try:
+        return CATEGORY_RANGES[variant]  # type: ignore[index]
+    except KeyError:
+        raise ValueError(f"unknown WISE set {variant!r}; use one of: {', '.join(VARIANTS)}") from None
+
+
+def _record_label(index: int, raw: object) -> str:
+    """'#index (prompt_id N)' so a user can find the record by position or by id."""
+    if isinstance(raw, dict) and isinstance(raw.get("prompt_id"), int):
+        return f"#{index} (prompt_id {raw['prompt_id']})"
+    return f"#{index}"
