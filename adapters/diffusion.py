@@ -1,0 +1,577 @@
+"""The ``diffusers`` backend: text-to-image and image-editing pipelines run in this process.
+
+Spec: ``diffusers/<hub repo or local directory>?key=value&...``, for example
+``diffusers/black-forest-labs/FLUX.1-dev?steps=28`` or ``diffusers//models/my-sd?dtype=fp16``.
+
+Which roles a model fills follows from the pipeline class named in its ``model_index.json``:
+text-to-image classes fill ``generate``; image-conditioned classes (InstructPix2Pix, Qwen-Image-Edit,
+FLUX Fill with a white mask over the whole image) fill ``edit``; FLUX Kontext and FLUX.2 fill both.
+The class is read in the constructor (a small file, from disk or the hub cache) so a wrong model
+fails before any work; weights load once per process in ``start()`` and are shared by every
+backend instance naming the same model, revision, dtype and device.
+
+Parameters that change outputs (and so the backend identity): ``steps``, ``guidance``,
+``image_guidance`` (InstructPix2Pix only), ``width``, ``height``, ``revision``, ``device``,
+``dtype``. Operational ones: ``batch_size`` (images per pipeline call; default 4 on CUDA, 1
+elsewhere), ``concurrency`` (requests the engine may have in flight; default twice the batch size
+so the next batch fills while one runs), ``timeout``, ``max_retries``.
+
+Every image gets its own seeded CPU ``torch.Generator``, so an image depends on its prompt, seed and
+parameters only, never on which other requests shared its batch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from PIL import Image
+
+from umni.backends import Backend
+from umni.errors import BackendError, ConfigError, DegenerateOutput
+from umni.roles import EDIT, GENERATE, ImageReply, Part, Usage
+from umni.spec import Spec
+
+from .diffusion_batching import MicroBatcher
+
+# --------------------------------------------------------------------------------------------------
+# What each pipeline class can do
+
+
+@dataclass(frozen=True)
+class PipelineKind:
+    """How umni drives one diffusers pipeline class.
+
+    ``edit_input`` says how an edit passes its image(s): ``instruct`` (one image to change, as in
+    InstructPix2Pix), ``reference`` (the image conditions the result, as in Kontext), ``multi``
+    (a list of reference images per prompt), ``fill`` (inpainting with a mask over everything).
+    ``batch_edits`` is True only where batched edits are known to work; other edits run one per call.
+    ``guidance_arg`` is the call argument ``guidance`` maps to; ``negative_prompt`` is passed where
+    the model's classifier-free guidance only runs when one is given (Qwen-Image).
+    """
+
+    roles: frozenset[str]
+    edit_input: str | None = None
+    batch_edits: bool = False
+    guidance_arg: str = "guidance_scale"
+    image_guidance: bool = False
+    negative_prompt: str | None = None
+    auto_text2image: bool = False
+
+
+_T2I = PipelineKind(roles=frozenset({GENERATE}), auto_text2image=True)
+_QWEN_T2I = PipelineKind(
+    roles=frozenset({GENERATE}), auto_text2image=True, guidance_arg="true_cfg_scale", negative_prompt=" "
+)
+
+PIPELINE_KINDS: dict[str, PipelineKind] = {
+    **{
+        name: _T2I
+        for name in (
+            "StableDiffusionPipeline",
+            "StableDiffusionXLPipeline",
+            "StableDiffusion3Pipeline",
+            "LatentConsistencyModelPipeline",
+            "FluxPipeline",
+            "PixArtAlphaPipeline",
+            "PixArtSigmaPipeline",
+            "SanaPipeline",
+            "AuraFlowPipeline",
+            "LuminaPipeline",
+            "Lumina2Pipeline",
+            "HunyuanDiTPipeline",
+            "CogView4Pipeline",
+            "ChromaPipeline",
+            "ZImagePipeline",
+        )
+    },
+    "QwenImagePipeline": _QWEN_T2I,
+    "StableDiffusionInstructPix2PixPipeline": PipelineKind(
+        roles=frozenset({EDIT}), edit_input="instruct", batch_edits=True, image_guidance=True
+    ),
+    "StableDiffusionXLInstructPix2PixPipeline": PipelineKind(
+        roles=frozenset({EDIT}), edit_input="instruct", batch_edits=True, image_guidance=True
+    ),
+    "FluxKontextPipeline": PipelineKind(roles=frozenset({GENERATE, EDIT}), edit_input="reference"),
+    "Flux2Pipeline": PipelineKind(roles=frozenset({GENERATE, EDIT}), edit_input="multi"),
+    "Flux2KleinPipeline": PipelineKind(roles=frozenset({GENERATE, EDIT}), edit_input="multi"),
+    "QwenImageEditPipeline": PipelineKind(
+        roles=frozenset({EDIT}), edit_input="reference", guidance_arg="true_cfg_scale", negative_prompt=" "
+    ),
+    "QwenImageEditPlusPipeline": PipelineKind(
+        roles=frozenset({EDIT}), edit_input="multi", guidance_arg="true_cfg_scale", negative_prompt=" "
+    ),
+    "FluxFillPipeline": PipelineKind(roles=frozenset({EDIT}), edit_input="fill"),
+}
+
+#: Classes in diffusers' text-to-image auto mapping that need inputs umni cannot give (a control image).
+_NEEDS_EXTRA_INPUTS = ("ControlNet", "Control", "Inpaint", "Omni")
+
+
+def pipeline_kind(class_name: str) -> PipelineKind:
+    """The kind of a pipeline class, or ConfigError listing the classes that work.
+
+    Classes outside the table are looked up in diffusers' own text-to-image auto mapping (a slow
+    import, paid only for such classes), so new text-to-image families work without a table entry.
+    """
+    if class_name in PIPELINE_KINDS:
+        return PIPELINE_KINDS[class_name]
+    if not any(marker in class_name for marker in _NEEDS_EXTRA_INPUTS) and class_name in _auto_text2image_names():
+        return _T2I
+    raise ConfigError(
+        f"diffusers pipeline class '{class_name}' cannot serve generate or edit; supported classes: "
+        + ", ".join(sorted(PIPELINE_KINDS))
+        + " (and other text-to-image classes of AutoPipelineForText2Image)"
+    )
+
+
+def _auto_text2image_names() -> set[str]:
+    try:
+        from diffusers.pipelines.auto_pipeline import AUTO_TEXT2IMAGE_PIPELINES_MAPPING
+    except ImportError:  # pragma: no cover - very old or broken diffusers
+        return set()
+    return {cls.__name__ for cls in AUTO_TEXT2IMAGE_PIPELINES_MAPPING.values()}
+
+
+# --------------------------------------------------------------------------------------------------
+# Spec parameters
+
+_OUTPUT_PARAMS = ("steps", "guidance", "image_guidance", "width", "height", "revision", "device", "dtype")
+_DTYPE_NAMES = {
+    "bf16": "bfloat16",
+    "bfloat16": "bfloat16",
+    "fp16": "float16",
+    "float16": "float16",
+    "half": "float16",
+    "fp32": "float32",
+    "float32": "float32",
+    "float": "float32",
+}
+
+
+def _positive_int(spec: Spec, key: str, *, multiple_of: int = 1) -> int | None:
+    raw = spec.options.get(key)
+    if raw is None:
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1 or value % multiple_of:
+        need = f"a positive multiple of {multiple_of}" if multiple_of > 1 else "a positive integer"
+        raise ConfigError(f"spec '{spec}': {key} must be {need}, got '{raw}'")
+    return value
+
+
+def _float(spec: Spec, key: str) -> float | None:
+    raw = spec.options.get(key)
+    if raw is None:
+        return None
+    try:
+        return float(raw)
+    except ValueError:
+        raise ConfigError(f"spec '{spec}': {key} must be a number, got '{raw}'") from None
+
+
+def _resolve_device(spec: Spec) -> str:
+    import torch
+
+    raw = spec.options.get("device")
+    if raw is None:
+        if torch.cuda.is_available():
+            return "cuda"
+        if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+            return "mps"
+        return "cpu"
+    kind = raw.split(":", 1)[0]
+    if kind not in ("cpu", "cuda", "mps"):
+        raise ConfigError(f"spec '{spec}': device must be cpu, cuda, cuda:N or mps, got '{raw}'")
+    if kind == "cuda" and not torch.cuda.is_available():
+        raise ConfigError(f"spec '{spec}': device '{raw}' asked for but CUDA is not available; use device=cpu")
+    if kind == "mps" and not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
+        raise ConfigError(f"spec '{spec}': device 'mps' asked for but MPS is not available; use device=cpu")
+    return raw
+
+
+def _resolve_dtype(spec: Spec, device: str) -> str:
+    import torch
+
+    raw = spec.options.get("dtype")
+    if raw is not None:
+        if raw.lower() not in _DTYPE_NAMES:
+            raise ConfigError(f"spec '{spec}': dtype must be one of bf16, fp16, fp32, got '{raw}'")
+        return _DTYPE_NAMES[raw.lower()]
+    if device.startswith("cuda"):
+        return "bfloat16" if torch.cuda.is_bf16_supported() else "float16"
+    if device == "mps":
+        return "float16"
+    return "float32"
+
+
+# --------------------------------------------------------------------------------------------------
+# Locating the model and fingerprinting it
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """Where weights come from: a local directory, or a hub repo pinned to a commit."""
+
+    location: str  # resolved local path or repo id
+    is_local: bool
+    class_name: str
+    fingerprint: str  # local: hash of configs and weight files; hub: commit hash (or revision)
+    revision: str | None  # what to pass to from_pretrained
+
+
+def _looks_like_path(name: str) -> bool:
+    return name.startswith(("/", "./", "../", "~")) or name.count("/") != 1
+
+
+def locate_model(spec: Spec) -> ModelSource:
+    """Find the model a spec names and read its pipeline class, cheaply (no weights)."""
+    name = spec.name
+    revision = spec.options.get("revision")
+    path = Path(name).expanduser()
+    if path.is_dir() or _looks_like_path(name):
+        if not path.is_dir():
+            raise ConfigError(f"spec '{spec}': local diffusers model directory '{path}' does not exist")
+        if revision is not None:
+            raise ConfigError(f"spec '{spec}': revision applies to hub repos, not to the local directory '{path}'")
+        index_file = path.resolve() / "model_index.json"
+        class_name = _read_class_name(index_file, spec)
+        return ModelSource(str(path.resolve()), True, class_name, _fingerprint_directory(path.resolve()), None)
+    index_file, commit = _hub_model_index(spec, name, revision)
+    pinned = commit or revision
+    return ModelSource(name, False, _read_class_name(index_file, spec), pinned or "main", pinned)
+
+
+def _read_class_name(index_file: Path, spec: Spec) -> str:
+    if not index_file.is_file():
+        raise ConfigError(
+            f"spec '{spec}': '{index_file}' not found; a diffusers model directory needs a model_index.json "
+            "(written by DiffusionPipeline.save_pretrained)"
+        )
+    try:
+        class_name = json.loads(index_file.read_text(encoding="utf-8"))["_class_name"]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ConfigError(f"'{index_file}' is not a diffusers model index with a _class_name ({exc})") from None
+    return str(class_name)
+
+
+def _hub_model_index(spec: Spec, repo: str, revision: str | None) -> tuple[Path, str | None]:
+    """Fetch model_index.json (from the local hub cache when present) and the commit it came from."""
+    try:
+        from huggingface_hub import hf_hub_download
+
+        downloaded = Path(hf_hub_download(repo, "model_index.json", revision=revision))
+    except Exception as exc:  # offline, unknown repo, gated repo, ...
+        raise ConfigError(
+            f"spec '{spec}': cannot read model_index.json of hub repo '{repo}'"
+            f"{' at revision ' + revision if revision else ''}: {type(exc).__name__}: {exc}"
+        ) from None
+    parent = downloaded.parent
+    commit = parent.name if parent.parent.name == "snapshots" else None
+    return downloaded, commit
+
+
+_CONFIG_SUFFIXES = (".json", ".txt", ".model", ".yaml")
+
+
+def _fingerprint_directory(root: Path) -> str:
+    """A hash of every config file's content and every other file's name and size.
+
+    Hashing weight contents would read gigabytes at every start; names and sizes catch swapped or
+    re-saved weights in practice, and configs (small) are hashed in full.
+    """
+    digest = hashlib.sha256()
+    for file in sorted(p for p in root.rglob("*") if p.is_file()):
+        relative = file.relative_to(root)
+        if any(part.startswith(".") for part in relative.parts):
+            continue
+        digest.update(str(relative.as_posix()).encode() + b"\0")
+        if file.suffix in _CONFIG_SUFFIXES and file.stat().st_size < 4_000_000:
+            digest.update(hashlib.sha256(file.read_bytes()).digest())
+        else:
+            digest.update(str(file.stat().st_size).encode())
+        digest.update(b"\n")
+    return digest.hexdigest()
+
+
+# --------------------------------------------------------------------------------------------------
+# Loaded pipelines, shared per process
+
+
+@dataclass(frozen=True)
+class _Request:
+    """One image to make: what goes to the pipeline for it."""
+
+    prompt: str
+    images: tuple[Image.Image, ...]
+    seed: int
+
+
+class LoadedPipeline:
+    """A pipeline in memory with the batcher that feeds it; one per model/revision/dtype/device."""
+
+    def __init__(self, pipe: Any, kind: PipelineKind, device: str) -> None:
+        self.pipe = pipe
+        self.kind = kind
+        self.device = device
+        self.class_name = type(pipe).__name__
+        self.call_args = frozenset(inspect.signature(type(pipe).__call__).parameters)
+        self.batcher = MicroBatcher(self._run_group)
+
+    def run(self, requests: list[_Request], *, edit: bool, call: dict[str, Any]) -> list[Any]:
+        """One pipeline call for ``requests`` (all compatible); one image or exception per request."""
+        import torch
+
+        generators = [torch.Generator("cpu").manual_seed(request.seed) for request in requests]
+        kwargs: dict[str, Any] = {**call, "generator": generators, "output_type": "pil"}
+        prompts = [request.prompt for request in requests]
+        kwargs["prompt"] = prompts if len(prompts) > 1 else prompts[0]
+        if self.kind.negative_prompt is not None and "negative_prompt" in self.call_args:
+            negative = self.kind.negative_prompt
+            kwargs["negative_prompt"] = [negative] * len(prompts) if len(prompts) > 1 else negative
+        if edit:
+            kwargs.update(self._edit_inputs(requests, call))
+        try:
+            output = self.pipe(**kwargs)
+        except Exception as exc:
+            raise self._translate(exc, len(requests)) from exc
+        images = list(output.images)
+        if len(images) != len(requests):
+            raise BackendError(
+                f"{self.class_name} returned {len(images)} images for {len(requests)} prompts", retryable=False
+            )
+        flagged = getattr(output, "nsfw_content_detected", None) or [False] * len(images)
+        results: list[Any] = []
+        for image, blanked in zip(images, flagged):
+            if blanked:
+                results.append(DegenerateOutput(f"{self.class_name}: the safety checker blanked this image"))
+            else:
+                results.append(image.convert("RGB"))
+        return results
+
+    def _edit_inputs(self, requests: list[_Request], call: dict[str, Any]) -> dict[str, Any]:
+        style = self.kind.edit_input
+        if style == "multi":  # one request per call: all its images condition the one result
+            (request,) = requests
+            images = list(request.images)
+            return {"image": images if len(images) > 1 else images[0]}
+        firsts = [request.images[0] for request in requests]
+        inputs: dict[str, Any] = {"image": firsts if len(firsts) > 1 else firsts[0]}
+        if style == "fill":
+            masks = [Image.new("L", image.size, 255) for image in firsts]
+            inputs["mask_image"] = masks if len(masks) > 1 else masks[0]
+            if "width" not in call:  # otherwise the pipeline draws at its default size, not the input's
+                step = 16
+                inputs["width"] = max(step, firsts[0].width // step * step)
+                inputs["height"] = max(step, firsts[0].height // step * step)
+        return inputs
+
+    def _translate(self, exc: Exception, batch: int) -> BackendError:
+        if _is_out_of_memory(exc):
+            if batch > 1:  # later batches stay smaller, so the retry has a chance
+                self.batcher.cap = max(1, batch // 2)
+            _free_accelerator_memory()
+            return BackendError(
+                f"{self.class_name} ran out of memory on a batch of {batch} on {self.device}: {exc}", retryable=True
+            )
+        return BackendError(f"{self.class_name} failed: {type(exc).__name__}: {exc}", retryable=False)
+
+    def _run_group(self, payloads: list[tuple[_Request, bool, dict[str, Any]]]) -> list[Any]:
+        _, edit, call = payloads[0]
+        return self.run([request for request, _, _ in payloads], edit=edit, call=call)
+
+
+def _is_out_of_memory(exc: BaseException) -> bool:
+    import torch
+
+    oom_type = getattr(torch, "OutOfMemoryError", None) or getattr(torch.cuda, "OutOfMemoryError", None)
+    if oom_type is not None and isinstance(exc, oom_type):
+        return True
+    return isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower()
+
+
+def _free_accelerator_memory() -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+_PIPELINES: dict[tuple[str, str | None, str, str], LoadedPipeline] = {}
+_PIPELINES_LOCK = threading.Lock()
+
+
+def loaded_pipeline(source: ModelSource, kind: PipelineKind, dtype: str, device: str) -> LoadedPipeline:
+    """The shared pipeline for this model, loading it on first use (blocking; call from a thread)."""
+    key = (source.location, source.revision, dtype, device)
+    with _PIPELINES_LOCK:
+        if key not in _PIPELINES:
+            _PIPELINES[key] = LoadedPipeline(_load(source, kind, dtype, device), kind, device)
+        return _PIPELINES[key]
+
+
+def clear_pipeline_cache() -> None:
+    """Forget loaded pipelines (frees their memory once no backend holds them)."""
+    with _PIPELINES_LOCK:
+        _PIPELINES.clear()
+    _free_accelerator_memory()
+
+
+def _load(source: ModelSource, kind: PipelineKind, dtype: str, device: str) -> Any:
+    import diffusers
+    import torch
+
+    loader = diffusers.AutoPipelineForText2Image if kind.auto_text2image else diffusers.DiffusionPipeline
+    dtype_arg = _dtype_keyword()
+    try:
+        pipe = loader.from_pretrained(source.location, revision=source.revision, **{dtype_arg: getattr(torch, dtype)})
+    except Exception as exc:
+        raise ConfigError(f"cannot load diffusers pipeline '{source.location}': {type(exc).__name__}: {exc}") from exc
+    pipe = pipe.to(device)
+    pipe.set_progress_bar_config(disable=True)
+    return pipe
+
+
+def _dtype_keyword() -> str:
+    """``dtype`` where diffusers has renamed ``torch_dtype`` to it, else ``torch_dtype``."""
+    from diffusers.utils import deprecation_utils
+
+    return "dtype" if hasattr(deprecation_utils, "_TORCH_DTYPE_DEPRECATION_MESSAGE") else "torch_dtype"
+
+
+# --------------------------------------------------------------------------------------------------
+# The backend
+
+
+class DiffusersBackend(Backend):
+    """Generate and edit images with a diffusers pipeline, micro-batching concurrent requests."""
+
+    provider: ClassVar[str] = "diffusers"
+    roles: ClassVar[frozenset[str]] = frozenset({GENERATE, EDIT})
+    allowed_params: ClassVar[frozenset[str]] = frozenset(_OUTPUT_PARAMS) | Backend.operational_params
+
+    def __init__(self, spec: Spec) -> None:
+        super().__init__(spec)
+        unknown = sorted(set(spec.options) - self.allowed_params)
+        if unknown:
+            raise ConfigError(
+                f"spec '{spec}': unknown parameter(s) {', '.join(unknown)}; "
+                f"known: {', '.join(sorted(self.allowed_params))}"
+            )
+        self.source = locate_model(spec)
+        self.kind = pipeline_kind(self.source.class_name)
+        self.steps = _positive_int(spec, "steps")
+        self.width = _positive_int(spec, "width", multiple_of=8)
+        self.height = _positive_int(spec, "height", multiple_of=8)
+        self.guidance = _float(spec, "guidance")
+        self.image_guidance = _float(spec, "image_guidance")
+        if self.image_guidance is not None and not self.kind.image_guidance:
+            raise ConfigError(
+                f"spec '{spec}': image_guidance applies to InstructPix2Pix pipelines, not {self.source.class_name}"
+            )
+        self.device = _resolve_device(spec)
+        self.dtype = _resolve_dtype(spec, self.device)
+        default_batch = 4 if self.device.startswith("cuda") else 1
+        self.batch_size = _positive_int(spec, "batch_size") or default_batch
+        _positive_int(spec, "concurrency")
+        self._pipeline: LoadedPipeline | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        import anyio.to_thread
+
+        if self._pipeline is not None:
+            return
+        pipeline = await anyio.to_thread.run_sync(loaded_pipeline, self.source, self.kind, self.dtype, self.device)
+        for name, value in self._call_params().items():
+            if name not in pipeline.call_args:
+                raise ConfigError(f"spec '{self.spec}': {pipeline.class_name} takes no '{name}' argument")
+        self._pipeline = pipeline
+
+    def fills(self) -> frozenset[str]:
+        return self.kind.roles
+
+    @property
+    def concurrency(self) -> int:
+        raw = self.spec.options.get("concurrency")
+        return int(raw) if raw else 2 * self.batch_size
+
+    @property
+    def pipeline(self) -> LoadedPipeline:
+        if self._pipeline is None:
+            raise RuntimeError(f"backend {self.spec} used before start()")
+        return self._pipeline
+
+    def identity(self) -> dict[str, Any]:
+        params = {k: v for k, v in self.spec.params if k not in self.operational_params and k != "dtype"}
+        return {
+            "provider": self.provider,
+            "model": self.source.location,
+            "model_version": self.source.fingerprint,
+            "pipeline": self.source.class_name,
+            "dtype": self.dtype,
+            "params": params,
+        }
+
+    # -- roles -------------------------------------------------------------------------------------
+
+    async def generate(self, parts: Sequence[Part], *, seed: int = 0) -> ImageReply:
+        """Draw one image; the text parts, joined by spaces, are the prompt.
+
+        Image parts condition the result only for classes that also edit (FLUX Kontext, FLUX.2);
+        plain text-to-image pipelines cannot take them, and they are ignored there.
+        """
+        prompt = " ".join(part.strip() for part in parts if isinstance(part, str) and part.strip())
+        images = tuple(part for part in parts if isinstance(part, Image.Image))
+        if images and EDIT in self.kind.roles:
+            return await self._submit(prompt, images, seed, edit=True)
+        return await self._submit(prompt, (), seed, edit=False)
+
+    async def edit(self, images: Sequence[Image.Image], instruction: str, *, seed: int = 0) -> ImageReply:
+        """Change the first image as the instruction says (all images for multi-image pipelines)."""
+        if EDIT not in self.kind.roles:
+            raise ConfigError(f"{self.source.class_name} ('{self.spec}') cannot edit; bind edit to another backend")
+        if not images:
+            raise BackendError("edit called without an input image", retryable=False)
+        used = tuple(images) if self.kind.edit_input == "multi" else (images[0],)
+        return await self._submit(instruction, used, seed, edit=True)
+
+    async def _submit(self, prompt: str, images: tuple[Image.Image, ...], seed: int, *, edit: bool) -> ImageReply:
+        if not edit and GENERATE not in self.kind.roles:
+            raise ConfigError(
+                f"{self.source.class_name} ('{self.spec}') cannot generate; bind generate to another backend"
+            )
+        images = tuple(image.convert("RGB") for image in images)
+        call = self._call_params()
+        batchable = not edit or self.kind.batch_edits
+        key = (edit, tuple(sorted(call.items())), tuple(image.size for image in images), self.batch_size)
+        request = _Request(prompt=prompt, images=images, seed=int(seed))
+        image = await self.pipeline.batcher.submit(
+            (request, edit, call), key=key, limit=self.batch_size if batchable else 1
+        )
+        usage = Usage(calls=1, images_in=len(images), images_out=1)
+        return ImageReply(image=image, usage=usage)
+
+    def _call_params(self) -> dict[str, Any]:
+        call: dict[str, Any] = {}
+        if self.steps is not None:
+            call["num_inference_steps"] = self.steps
+        if self.guidance is not None:
+            call[self.kind.guidance_arg] = self.guidance
+        if self.image_guidance is not None:
+            call["image_guidance_scale"] = self.image_guidance
+        if self.width is not None:
+            call["width"] = self.width
+        if self.height is not None:
+            call["height"] = self.height
+        return call
