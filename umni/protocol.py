@@ -99,6 +99,10 @@ class Protocol(ABC, Generic[CaseT]):
         """How a case record appears in the HTML report."""
         return []
 
+    def judgements(self, record: dict[str, Any]) -> dict[str, float | None]:
+        """Per-case numbers that judge agreement compares (metric -> value; None when failed)."""
+        return {}
+
     def parse_options(self, pairs: dict[str, str]) -> BaseModel:
         try:
             return self.Options(**pairs)

@@ -1,0 +1,139 @@
+"""Sweeps: protocols × models × role bindings × seeds from one YAML file, run as one job.
+
+All runs share one cache, one set of backend instances and one set of concurrency lanes, and run
+at the same time: a backend's limit is shared by every run that uses it, and identical work (the
+same generated image needed by two runs that differ only in their understander) is done once.
+Re-running a sweep file resumes every run; adding a model runs only the new work.
+
+    name: demo
+    out: runs/sweep-demo          # default: runs/sweep-<file stem>
+    protocols: [umnibench]
+    models: [sim/umm]
+    roles:                        # role overrides; each entry is one binding variant
+      - {}
+      - {understand: "sim/umm?skill=0.5"}
+    seeds: [0]
+    options: {umnibench: {ability: full}}
+    cases: {umnibench: path/to/cases.jsonl}
+    limit: 10
+    concurrency: 4
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+import anyio
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .artifacts import fingerprint
+from .caseio import validation_errors
+from .errors import InputError, InputErrors
+from .evaluation import RunRequest, RunResult, default_cache_dir, evaluate_async, prepare
+from .leaderboard import build_tables, write_leaderboard
+from .runner import LanePool
+from .store import Cache
+
+
+class SweepFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str | None = None
+    out: Path | None = None
+    cache: Path | None = None
+    protocols: list[str] = Field(min_length=1)
+    models: list[str | None] = Field(default_factory=lambda: [None])
+    roles: list[dict[str, str]] = Field(default_factory=lambda: [{}])
+    seeds: list[int] = Field(default_factory=lambda: [0])
+    options: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    cases: dict[str, Path] = Field(default_factory=dict)
+    limit: int | None = None
+    concurrency: int | None = None
+
+
+def load_sweep(path: Path) -> SweepFile:
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise InputError(f"invalid YAML: {exc}", path=path, line=mark.line + 1 if mark else None) from None
+    except OSError as exc:
+        raise InputError(f"cannot read the sweep file ({exc.strerror})", path=path) from None
+    if not isinstance(raw, dict):
+        raise InputError("a sweep file is a YAML mapping (protocols, models, roles, …)", path=path)
+    try:
+        sweep = SweepFile.model_validate(raw)
+    except ValidationError as exc:
+        raise InputErrors(validation_errors(exc, path=path, record=None)) from None
+    base = path.parent
+    sweep.cases = {k: (v if v.is_absolute() else base / v) for k, v in sweep.cases.items()}
+    if sweep.out is None:
+        sweep.out = Path("runs") / f"sweep-{sweep.name or path.stem}"
+    return sweep
+
+
+def expand(sweep: SweepFile) -> list[RunRequest]:
+    """One run request per combination, each with its own run directory under the sweep's."""
+    requests = []
+    for protocol, model, roles, seed in itertools.product(sweep.protocols, sweep.models, sweep.roles, sweep.seeds):
+        if model is None and not roles:
+            raise InputError("each run needs a model or role bindings: give `models:` or non-empty `roles:` entries")
+        label = fingerprint([model, sorted(roles.items()), seed, sweep.options.get(protocol, {})])[:10]
+        assert sweep.out is not None
+        requests.append(
+            RunRequest(
+                protocol=protocol,
+                out=sweep.out / protocol / label,
+                cases=sweep.cases.get(protocol),
+                model=model,
+                roles=[f"{r}={s}" for r, s in sorted(roles.items())],
+                cache=sweep.cache,
+                limit=sweep.limit,
+                concurrency=sweep.concurrency,
+                seed=seed,
+                options={k: v for k, v in sweep.options.get(protocol, {}).items()},
+                progress=False,
+            )
+        )
+    return requests
+
+
+def run_sweep(path: Path) -> tuple[Path, list[RunResult]]:
+    sweep = load_sweep(path)
+    requests = expand(sweep)
+    shared: dict[str, Any] = {}
+    prepared = [prepare(r, shared=shared) for r in requests]  # every input error before any work
+    return anyio.run(lambda: _run_all(sweep, requests, prepared, shared))
+
+
+async def _run_all(sweep: SweepFile, requests: list[RunRequest], prepared: list[Any], shared: dict[str, Any]) -> tuple[Path, list[RunResult]]:
+    assert sweep.out is not None
+    lanes = LanePool()
+    cache = Cache(sweep.cache or default_cache_dir())
+    results: list[RunResult | None] = [None] * len(requests)
+
+    async def one(index: int) -> None:
+        results[index] = await evaluate_async(requests[index], prepared[index], lanes=lanes, cache=cache, close_backends=False)
+
+    try:
+        async with anyio.create_task_group() as tg:
+            for index in range(len(requests)):
+                tg.start_soon(one, index)
+    finally:
+        for backend in shared.values():
+            await backend.aclose()
+        cache.close()
+    done = [r for r in results if r is not None]
+    summaries = [r.summary for r in done]
+    write_leaderboard(build_tables(summaries), sweep.out)
+    (sweep.out / "sweep.json").write_text(
+        json.dumps({"runs": [{"out": str(r.out), "bindings": r.summary["bindings"], "protocol": r.summary["protocol"]} for r in done]}, indent=2)
+    )
+    from .sweep_report import write_sweep_report
+
+    write_sweep_report(sweep.out, done)
+    return sweep.out, done

@@ -1,0 +1,81 @@
+"""The sweep report: every run of a sweep side by side, case by case, plus plots.
+
+For each case, one row per run shows that run's image strip (stage 1 → 2 → 3, or each reflection
+round) and its answers or judge scores, so a reader sees where models diverge. Plots show each
+score table of the leaderboard (stage-by-stage degradation, per-domain scores …) with one series
+per run. Images are files next to the page; it opens from disk.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from jinja2 import Environment, PackageLoader, select_autoescape  # noqa: E402
+
+from .artifacts import BlobStore, atomic_write_text  # noqa: E402
+from .leaderboard import Table, build_tables, run_label  # noqa: E402
+from .protocol import get_protocol  # noqa: E402
+from .report import export_image  # noqa: E402
+
+_env = Environment(loader=PackageLoader("umni", "templates"), autoescape=select_autoescape(default=True))
+
+
+def plot_table(table: Table, path: Path) -> Path | None:
+    """A line plot (one line per run) of a table's numeric columns; None if nothing to plot."""
+    numeric = [i for i, _ in enumerate(table.columns) if any(isinstance(v[i], (int, float)) for _, v in table.rows)]
+    if len(numeric) < 2 or not table.rows:
+        return None
+    fig, ax = plt.subplots(figsize=(max(5.0, 0.55 * len(numeric) + 2), 3.6))
+    xs = list(range(len(numeric)))
+    for label, values in table.rows:
+        ys = [values[i] if isinstance(values[i], (int, float)) else float("nan") for i in numeric]
+        ax.plot(xs, ys, marker="o", label=label[:60])
+    ax.set_xticks(xs, [table.columns[i] for i in numeric], rotation=35, ha="right", fontsize=8)
+    ax.set_title(table.title, fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _records(run_dir: Path) -> list[dict[str, Any]]:
+    path = run_dir / "results.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+
+
+def write_sweep_report(out: Path, results: list[Any]) -> Path:
+    """`results`: RunResult objects (out directory + summary) of the sweep's runs."""
+    summaries = [r.summary for r in results]
+    tables = build_tables(summaries)
+    plots = []
+    for index, table in enumerate(tables):
+        if table.title.endswith(("answered", "failed")):
+            continue
+        made = plot_table(table, out / "plots" / f"table-{index}.png")
+        if made is not None:
+            plots.append({"title": table.title, "src": str(made.relative_to(out))})
+    cases: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for result in results:
+        protocol = get_protocol(result.summary["protocol"])
+        blobs = BlobStore(Path(json.loads((Path(result.out) / "run.json").read_text())["cache"]) / "blobs")
+        for record in _records(Path(result.out)):
+            panels = []
+            for view in protocol.views(record):
+                src = export_image(out, view.image, blobs) if view.image else None
+                panels.append({"view": view, "src": src})
+            key = (result.summary["protocol"], record["case_id"])
+            report_link = Path(result.out).resolve().relative_to(out.resolve()) / "report.html" if Path(result.out).resolve().is_relative_to(out.resolve()) else None
+            cases.setdefault(key, []).append({"label": run_label(result.summary), "panels": panels, "report": report_link})
+    html = _env.get_template("sweep.html.j2").render(tables=tables, plots=plots, cases=cases)
+    path = out / "report.html"
+    atomic_write_text(path, html)
+    return path
