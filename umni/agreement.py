@@ -92,8 +92,8 @@ def compare(a: Items, b: Items) -> dict[str, Any]:
             "exact_agreement": round(sum(x == y for x, y in zip(xs, ys)) / len(xs), 4),
             "mae": round(sum(abs(x - y) for x, y in zip(xs, ys)) / len(xs), 4),
         }
-        if all(float(v).is_integer() for v in xs + ys):
-            labels = sorted(set(xs) | set(ys))
+        labels = sorted(set(xs) | set(ys))
+        if all(float(v).is_integer() for v in xs + ys) and len(labels) > 1:
             kappa = cohen_kappa_score([int(x) for x in xs], [int(y) for y in ys], labels=[int(l) for l in labels])
             entry["cohen_kappa"] = None if math.isnan(kappa) else round(float(kappa), 4)
         result["metrics"][metric] = entry

@@ -43,6 +43,7 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--option", action="append", default=[], type=_key_value, metavar="KEY=VALUE", help="protocol option (repeatable)")
     p.add_argument("--max-attempts", type=int, default=5, help="tries per call for retryable errors")
     p.add_argument("--retry-budget", type=float, default=600.0, help="seconds one call may spend retrying")
+    p.add_argument("--prices", type=Path, help="price table (YAML) for an estimated cost (default: $UMNI_PRICES)")
     p.add_argument("--quiet", action="store_true", help="no live progress display")
 
 
@@ -53,6 +54,24 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run (or resume) a protocol")
     run.add_argument("protocol")
     _add_run_args(run)
+
+    sweep = sub.add_parser("sweep", help="run protocols x models x bindings x seeds from a YAML file")
+    sweep.add_argument("file", type=Path)
+
+    board = sub.add_parser("leaderboard", help="tables of several runs (run directories or sweep folders)")
+    board.add_argument("dirs", type=Path, nargs="+")
+    board.add_argument("--out", type=Path, help="write leaderboard.md/.csv/.json here (default: print Markdown)")
+
+    rejudge = sub.add_parser("rejudge", help="re-score a run with another judge; nothing else is re-run")
+    rejudge.add_argument("run", type=Path)
+    rejudge.add_argument("--role", required=True, metavar="judge=SPEC", help="the new judge, e.g. judge=openai/gpt-4o")
+    rejudge.add_argument("--out", type=Path, help="new run directory (default: RUN-rejudged)")
+    rejudge.add_argument("--concurrency", type=int)
+
+    agree = sub.add_parser("agree", help="judge agreement between two runs, or a run and human ratings")
+    agree.add_argument("runs", type=Path, nargs="+", metavar="RUN")
+    agree.add_argument("--human", type=Path, help="CSV with case_id, metric, rating")
+    agree.add_argument("--plot", type=Path, help="scatter plot path (with --human; default RUN/agreement.png)")
 
     sub.add_parser("protocols", help="list protocols and the roles they use")
     sub.add_parser("backends", help="list backend providers and the roles they fill")
@@ -91,6 +110,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         options=dict(args.option),
         retry=RetryPolicy(max_attempts=args.max_attempts, budget_seconds=args.retry_budget),
         progress=False if args.quiet else None,
+        prices=args.prices,
     )
     if request.model is None and not request.roles:
         raise InputError("bind a model: --model SPEC (e.g. --model sim/umm) and/or --role ROLE=SPEC")
@@ -113,6 +133,67 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"overall: {scores['overall']}")
     print(f"summary: {result.out / 'summary.json'}")
     print(f"report:  {result.report}")
+    return EXIT_OK
+
+
+def _print_run(summary: dict[str, Any], out: Path) -> None:
+    counts = summary["counts"]
+    print(f"  {out}: {counts['cases']} cases, {counts['computed']} computed, {counts['cached']} cached, calls {summary['calls']}")
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from .sweep import run_sweep
+
+    out, results = run_sweep(args.file)
+    for result in results:
+        _print_run(result.summary, result.out)
+    print(f"leaderboard: {out / 'leaderboard.md'}")
+    print(f"report:      {out / 'report.html'}")
+    return EXIT_OK
+
+
+def cmd_leaderboard(args: argparse.Namespace) -> int:
+    from .leaderboard import build_tables, find_summaries, write_leaderboard
+
+    tables = build_tables(find_summaries(args.dirs))
+    if args.out:
+        paths = write_leaderboard(tables, args.out)
+        print("\n".join(f"{kind}: {path}" for kind, path in paths.items()))
+    else:
+        print("\n\n".join(t.markdown() for t in tables))
+    return EXIT_OK
+
+
+def cmd_rejudge(args: argparse.Namespace) -> int:
+    from .rejudge import rejudge
+    from .spec import parse_role_binding
+
+    role, spec = parse_role_binding(args.role)
+    if role != "judge":
+        raise InputError(f"rejudge rebinds the judge only (--role judge=SPEC), got role '{role}'")
+    result = rejudge(args.run, str(spec), args.out, concurrency=args.concurrency)
+    _print_run(result.summary, result.out)
+    print(f"judges: {result.summary['lineage']['judges']}")
+    print(f"report: {result.report}")
+    return EXIT_OK
+
+
+def cmd_agree(args: argparse.Namespace) -> int:
+    from .agreement import compare, compare_human, read_human, run_judgements
+
+    if args.human:
+        if len(args.runs) != 1:
+            raise InputError("with --human, give exactly one run")
+        _, items = run_judgements(args.runs[0])
+        result = compare_human(items, read_human(args.human), args.plot or args.runs[0] / "agreement.png")
+    else:
+        if len(args.runs) != 2:
+            raise InputError("give two runs to compare (or one run and --human FILE)")
+        (pa, a), (pb, b) = run_judgements(args.runs[0]), run_judgements(args.runs[1])
+        if pa != pb:
+            raise InputError(f"the runs are of different protocols ({pa}, {pb})")
+        result = compare(a, b)
+    print(json.dumps(result, indent=2))
     return EXIT_OK
 
 
@@ -162,7 +243,16 @@ def cmd_cases(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-COMMANDS = {"run": cmd_run, "protocols": cmd_protocols, "backends": cmd_backends, "cases": cmd_cases}
+COMMANDS = {
+    "run": cmd_run,
+    "sweep": cmd_sweep,
+    "leaderboard": cmd_leaderboard,
+    "rejudge": cmd_rejudge,
+    "agree": cmd_agree,
+    "protocols": cmd_protocols,
+    "backends": cmd_backends,
+    "cases": cmd_cases,
+}
 
 
 def main(argv: list[str] | None = None) -> int:

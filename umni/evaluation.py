@@ -30,6 +30,7 @@ from .events import EventLog
 from .graph import Graph
 from .outcomes import FAILURE_KINDS, Outcome
 from .progress import Progress
+from .pricing import default_price_file, estimate, load_prices
 from .protocol import CaseSet, Protocol, get_protocol
 from .runner import CaseJob, LanePool, RetryPolicy, Runner
 from .store import Cache, RunStore
@@ -56,6 +57,7 @@ class RunRequest:
     options: dict[str, str] = field(default_factory=dict)
     retry: RetryPolicy = RetryPolicy()
     progress: bool | None = None
+    prices: Path | None = None
 
 
 @dataclass
@@ -150,6 +152,8 @@ async def evaluate_async(
     """
     protocol, options, case_set, bindings = prepared
     out = Path(request.out)
+    price_file = request.prices or default_price_file()
+    prices = load_prices(price_file) if price_file is not None else None
     cases = case_set.cases[: request.limit] if request.limit is not None else case_set.cases
     manifest = {
         "protocol": protocol.name,
@@ -212,6 +216,8 @@ async def evaluate_async(
         wanted = set(by_id)
         records = [r for r in store.records() if r.get("case_id") in wanted]
         summary = _summary(protocol, options, case_set, bindings, records, stats, reused_nodes, time.time() - started)
+        if prices is not None:
+            summary["cost"] = estimate(summary["usage"], summary["bindings"], prices)
         summary["run_dir"] = str(out)
         if lineage:
             summary["lineage"] = lineage

@@ -182,9 +182,14 @@ class Runner:
         self._admitting = False
         self._on_done = on_case_done
         self._pending = pending
+        self._exhausted = False
+        self._all_done = anyio.Event()
         async with anyio.create_task_group() as tg:
             self._tg = tg
             self._admit()
+            # Stay open until every case is closed: some nodes may be waiting on work that
+            # another runner (a sweep's other run) is doing, with no task of ours running.
+            await self._all_done.wait()
         return self.stats
 
     async def run_graph(self, graph: Graph) -> dict[str, Outcome]:
@@ -208,7 +213,8 @@ class Runner:
             while self._active < self.window:
                 job = next(self._pending, None)
                 if job is None:
-                    return
+                    self._exhausted = True
+                    break
                 graph = job.build()
                 order = graph.validate(self.bindings.backends)
                 run = _CaseRun(job, graph, order)
@@ -220,6 +226,8 @@ class Runner:
                     self._ready(run, nid)
         finally:
             self._admitting = False
+        if self._exhausted and self._active == 0:
+            self._all_done.set()
 
     def _ready(self, run: _CaseRun, nid: str) -> None:
         node = run.graph.nodes[nid]
@@ -300,6 +308,8 @@ class Runner:
             self._on_done(run.job, run.graph, run.outcomes)
         if not self._admitting:
             self._admit()
+        elif self._exhausted and self._active == 0:
+            self._all_done.set()
 
     # ---------------------------------------------------------------- inputs
     def _backend_for(self, node: Node) -> Backend | None:
