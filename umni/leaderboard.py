@@ -47,8 +47,10 @@ def _fmt(value: Any) -> str:
 def run_label(summary: dict[str, Any]) -> str:
     """A short name for a run: its one spec, or role=spec pairs when roles differ."""
     bindings: dict[str, str] = summary.get("bindings", {})
-    specs = set(bindings.values())
-    label = next(iter(specs)) if len(specs) == 1 else ", ".join(f"{r}={s}" for r, s in sorted(bindings.items()))
+    values = list(bindings.values())
+    base = max(sorted(set(values)), key=values.count) if values else "?"
+    overrides = [f"{role}={spec}" for role, spec in sorted(bindings.items()) if spec != base]
+    label = base + (" + " + ", ".join(overrides) if overrides else "")
     lineage = summary.get("lineage", {}).get("judges")
     if lineage:
         label += f" (rejudged by {lineage['new']})"

@@ -58,8 +58,8 @@ def write_sweep_report(out: Path, results: list[Any]) -> Path:
     tables = build_tables(summaries)
     plots = []
     for index, table in enumerate(tables):
-        if table.title.endswith(("answered", "failed")):
-            continue
+        if " · " not in table.title or table.title.endswith(("answered", "failed")):
+            continue  # the main table mixes scores with counts; plot the per-part tables
         made = plot_table(table, out / "plots" / f"table-{index}.png")
         if made is not None:
             plots.append({"title": table.title, "src": str(made.relative_to(out))})
