@@ -151,11 +151,20 @@ def model_parts(
     return parts
 
 
-def marker_image_prompt(case: AegisCase, output_text: str, slot: int, variant: PromptVariant = "prompt") -> str:
+#: Put before the pictures already drawn when a marker's picture is conditioned on them.
+PREVIOUS_PICTURES_NOTE = (
+    "Pictures already drawn for this answer, in order; keep recurring subjects and the style consistent with them:"
+)
+
+
+def marker_image_prompt(
+    case: AegisCase, output_text: str, slot: int, variant: PromptVariant = "prompt", *, request: str | None = None
+) -> str:
     """The drawing instruction for the `slot`-th (0-based) `<image>` marker of a written answer.
 
     Gives the image model the task and the whole answer with the picture's place marked, so the
     picture fits the text around it; the other markers are shown as already-placed pictures.
+    `request` replaces the case's prompt text (a rewritten prompt).
     """
     pieces: list[str] = []
     found = False
@@ -171,7 +180,7 @@ def marker_image_prompt(case: AegisCase, output_text: str, slot: int, variant: P
         raise ValueError(f"the text has no <image> marker number {slot + 1}")
     return (
         "Draw one picture for an illustrated answer.\n"
-        f"The request was: {model_prompt(case, variant)}\n"
+        f"The request was: {request if request is not None else model_prompt(case, variant)}\n"
         "Here is the written answer; the picture you draw goes where it says [DRAW THIS PICTURE]. "
         "Make it show what the text around that place describes, in a style that matches the other pictures.\n\n"
         + "".join(pieces).strip()
@@ -187,8 +196,9 @@ def rewrite_instruction(case: AegisCase) -> str:
 
     Used for self-rewrite (the model under test rewrites its own prompt, then executes the rewrite)
     and cross-rewrite (another model rewrites; the graph binds a different backend). Give the input
-    images with it (`model_parts(..., instruction=rewrite_instruction(case))`): identifying what they
-    show is part of the work.
+    images with it, labelled (`labelled_images(images) + [rewrite_instruction(case)]`): identifying
+    what they show is part of the work. Not through `model_parts`: this text names placeholders
+    literally, which would place the images a second time.
     """
     return (
         f"Below is a {_TASK_NOUN[case.task]} request that only makes sense after some reasoning: it may "
@@ -227,12 +237,16 @@ def plan_instruction(case: AegisCase, variant: PromptVariant = "prompt") -> str:
     )
 
 
+#: Put between the model's instruction and the plan text (plug-in reasoning).
+PLAN_HEADER = "A plan worked out for this request (follow it):"
+
+
 def prompt_with_plan(case: AegisCase, plan: str, variant: PromptVariant = "prompt") -> str:
     """The model's instruction with a plan attached (plug-in reasoning)."""
     plan = plan.strip()
     if not plan:
         raise ParseFailure("the plan is empty", raw=plan)
-    return f"{model_prompt(case, variant)}\n\nA plan worked out for this request (follow it):\n{plan}"
+    return f"{model_prompt(case, variant)}\n\n{PLAN_HEADER}\n{plan}"
 
 
 _TASK_NOUN = {
@@ -298,7 +312,27 @@ def judge_parts(
     """
     if not (output_text and output_text.strip()) and not output_images:
         raise ValueError(f"case {case.id}: nothing to judge (no output text, no output image); count it as an inference failure")
-    n = len(case.checklist)
+    parts: list[str | T] = judge_context(case, reference_images=reference_images, input_images=input_images)
+    parts.append("The model's output:")
+    if output_text and output_text.strip():
+        parts += _segments_to_parts(split_image_markers(output_text, output_images), output_images, "output image")
+    else:
+        parts.append("(no text)")
+        for i, image in enumerate(output_images, start=1):
+            parts += [f"Output image {i}:", image]
+    if not output_images:
+        parts.append("(no output image)")
+    parts.append(judge_instructions(case))
+    return _merge_text(parts)
+
+
+def judge_context(case: AegisCase, *, reference_images: Sequence[T] = (), input_images: Sequence[T] = ()) -> list[str | T]:
+    """The part of the judge input that comes before the model's output: task, topic, clear
+    prompt, the model's input images and the reference answer.
+
+    A graph whose output is only known at run time puts its output parts (node references) between
+    this and `judge_instructions`; `judge_parts` does the same with known values.
+    """
     parts: list[str | T] = [
         _JUDGE_INTRO.format(
             task=case.task, output=_TASK_OUTPUT[case.task], category=case.category.replace("_", " & "), prompt=case.clear_prompt
@@ -318,17 +352,50 @@ def judge_parts(
                 parts += [f"Reference image {i}:", image]
     else:
         parts.append("Reference answer: none given; rely on the checklist and general knowledge.")
-    parts.append("The model's output:")
-    if output_text and output_text.strip():
-        parts += _segments_to_parts(split_image_markers(output_text, output_images), output_images, "output image")
-    else:
-        parts.append("(no text)")
-        for i, image in enumerate(output_images, start=1):
-            parts += [f"Output image {i}:", image]
-    if not output_images:
-        parts.append("(no output image)")
-    parts.append(_JUDGE_RULES.format(n=n, checklist=checklist_lines(case)))
     return _merge_text(parts)
+
+
+def judge_instructions(case: AegisCase) -> str:
+    """The grading rules, the numbered checklist and the required JSON reply format (last part)."""
+    return _JUDGE_RULES.format(n=len(case.checklist), checklist=checklist_lines(case))
+
+
+def count_draw_markers(text: str) -> int:
+    """How many bare `<image>` markers (places a picture is to be drawn) a written answer has.
+
+    Numbered markers (`<image2>`) refer to the request's input images and are not counted.
+    """
+    return sum(1 for m in _MARKER.finditer(text) if not m.group(1))
+
+
+def number_draw_markers(text: str, drawn: int) -> str:
+    """The written answer as the judge sees it: the k-th bare `<image>` becomes `[output image k]`
+    for the first `drawn` markers; later ones (over the drawing limit) say no picture was made."""
+    counter = 0
+
+    def label(match: re.Match[str]) -> str:
+        nonlocal counter
+        if match.group(1):
+            return match.group(0)
+        counter += 1
+        if counter <= drawn:
+            return f"[output image {counter}]"
+        return f"[output image {counter}: not drawn, over the limit of {drawn} pictures]"
+
+    numbered = _MARKER.sub(label, text).strip()
+    shown = min(counter, drawn)
+    if shown == 0:
+        return numbered + "\n(no output image: the answer has no <image> marker)"
+    return numbered + f"\n(The {shown} output image(s) follow, in order.)"
+
+
+def labelled_images(images: Sequence[T], label: str = "Input image <image{n}>:") -> list[str | T]:
+    """Images each preceded by a label; used when the text that refers to them (a rewrite, say)
+    is only known at run time, so the images cannot be placed at its placeholders."""
+    parts: list[str | T] = []
+    for n, image in enumerate(images, start=1):
+        parts += [label.format(n=n), image]
+    return parts
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,526 @@
+"""The AEGIS graphs: the model acts on one of four tasks, then the DCE judge grades a checklist.
+
+Per case (node ids in quotes):
+
+* understanding: "answer" (respond, role understand) -> "judge";
+* generation: "image" (generate) -> "judge"; editing: "image" (edit of the input images) -> "judge";
+* interleaved: "answer" (respond: text with bare ``<image>`` markers, as the official GPT path
+  writes it) -> for k = 1..max_images: "image{k}/prompt" (compute, runs only if the text has a k-th
+  marker) -> "image{k}" (generate; with ``condition_on_previous`` it also sees images 1..k-1) ->
+  "judge/output" (compute: the text with markers numbered) -> "judge".
+
+Variants add nodes in front of the acting node: ``reasoning=plugin`` a "plan" (respond, bound to
+``reasoning_role``) whose text is appended to the acting node's instruction; ``rewrite=self|cross``
+a "rewrite" (respond, role understand for self, ``rewrite_role`` for cross) and "rewrite/text"
+(compute: the rewrite without fences or labels), whose text replaces the prompt.
+
+Failures: if any model-side node fails (or a node it needs does), the judge is blocked or skipped
+and the case is an inference failure; if the judge's reply cannot be used after the engine's bounded
+parse retries (wrong number of answers, not Y/N, no JSON), the case is an evaluation failure. Both
+are counted beside the scores and never scored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from umni.artifacts import encode_png, fingerprint
+from umni.graph import Graph, ImageFile, PromptPart, Ref
+from umni.outcomes import Outcome
+from umni.protocol import CaseSet, Note, Protocol, Skipped, View, node_status
+from umni.roles import EDIT, GENERATE, JUDGE, ROLE_INTERFACE, UNDERSTAND, Understander
+
+from . import prompts as P
+from . import scoring
+from .cases import DOMAIN_GROUPS, REASONING_TYPES, TASKS, AegisCase, load_cases, resolve_image_path
+from .prompts import ChecklistVerdict
+
+#: Roles whose backends promise free-text replies, so they can write a plan or a rewrite.
+TEXT_ROLES = tuple(role for role, interface in ROLE_INTERFACE.items() if interface is Understander)
+
+JUDGE_NODE = "judge"
+#: Node ids starting with this belong to the evaluation side (the judge and its input preparation).
+JUDGE_SIDE = "judge"
+
+
+class AegisOptions(BaseModel):
+    """Variants of the paper (``--option key=value``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    prompt: Literal["prompt", "clear_prompt"] = Field("prompt", description="which instruction the model is given")
+    reasoning: Literal["none", "plugin"] = Field("none", description="plugin: a reasoning node writes a plan first")
+    reasoning_role: str = Field(UNDERSTAND, description="role that writes the plan (reasoning=plugin)")
+    rewrite: Literal["none", "self", "cross"] = Field("none", description="rewrite the prompt into a clear one first")
+    rewrite_role: str = Field(JUDGE, description="role that rewrites (rewrite=cross)")
+    condition_on_previous: bool = Field(False, description="interleaved: each drawn image also sees the earlier ones")
+    max_images: int = Field(6, ge=1, le=16, description="interleaved: most <image> markers drawn per answer")
+    invert_negative: bool = Field(False, description="count Y on negatively phrased items as a fail (not the official score)")
+
+    @model_validator(mode="after")
+    def _coherent(self) -> "AegisOptions":
+        for name in ("reasoning_role", "rewrite_role"):
+            if getattr(self, name) not in TEXT_ROLES:
+                raise ValueError(f"{name} must be a role that writes text ({', '.join(TEXT_ROLES)}), got {getattr(self, name)!r}")
+        if "reasoning_role" in self.model_fields_set and self.reasoning != "plugin":
+            raise ValueError("reasoning_role applies only with reasoning=plugin")
+        if "rewrite_role" in self.model_fields_set and self.rewrite != "cross":
+            raise ValueError("rewrite_role applies only with rewrite=cross (self-rewrite uses the understand role)")
+        if self.rewrite != "none" and self.prompt != "prompt":
+            raise ValueError("rewrite starts from the reasoning prompt; it cannot be combined with prompt=clear_prompt")
+        if self.rewrite != "none" and self.reasoning != "none":
+            raise ValueError("choose one of rewrite and reasoning=plugin; the paper studies them apart")
+        return self
+
+
+class LocatedCase(AegisCase):
+    """An AEGIS case that knows the folder its image paths are relative to."""
+
+    folder: Path = Field(exclude=True)
+
+    def image_path(self, relative: str) -> Path:
+        return resolve_image_path(self.folder, relative)
+
+
+# --------------------------------------------------------------------------------------------------
+# Small functions the graph runs (module level, so their names are stable in cache keys)
+
+
+def _marker_count(text: str | None) -> int:
+    return P.count_draw_markers(text or "")
+
+
+def _has_text(answer: str | None) -> bool:
+    return bool(answer and answer.strip())
+
+
+def _clean_rewrite(text: str) -> str:
+    return P.parse_rewrite(text)
+
+
+def _checklist_parser(n_items: int) -> Callable[[str], dict[str, list[str]]]:
+    """The judge node's parse function: a `ParseFailure` (retried by the engine) unless the reply
+    holds exactly `n_items` Y/N answers. Returns plain JSON so the cache can keep it."""
+
+    def parse_checklist(text: str) -> dict[str, list[str]]:
+        verdict = P.parse_judge_reply(text, n_items)
+        return {"answers": list(verdict.letters), "reasons": list(verdict.reasons)}
+
+    return parse_checklist
+
+
+def _numbered_answer(limit: int) -> Callable[[str], str]:
+    """The judge-side view of an interleaved answer: markers numbered as the pictures that follow."""
+
+    def numbered_answer(text: str) -> str:
+        return P.number_draw_markers(text, limit)
+
+    return numbered_answer
+
+
+def _constants_version(**constants: Any) -> str:
+    """A compute node's `version` that also names the case constants its function closes over.
+
+    Compute cache keys hash the function's name and its input values, not the values a closure
+    captured; two cases with equal inputs but different constants must not share a cached result.
+    """
+    return "1:" + fingerprint(constants)[:16]
+
+
+@lru_cache(maxsize=4096)
+def _stored_sha(path: str, mtime_ns: int, size: int) -> str:
+    """The content hash under which the runner stores a case image (PNG re-encoding of the file)."""
+    from PIL import Image
+
+    with Image.open(path) as image:
+        image.load()
+        return hashlib.sha256(encode_png(image)).hexdigest()
+
+
+def _file_sha(path: Path) -> str | None:
+    try:
+        stat = path.stat()
+        return _stored_sha(str(path), stat.st_mtime_ns, stat.st_size)
+    except (OSError, ValueError):
+        return None
+
+
+# --------------------------------------------------------------------------------------------------
+
+
+class Aegis(Protocol[AegisCase]):
+    name = "aegis"
+    title = "AEGIS world-knowledge checklist evaluation"
+    roles = (UNDERSTAND, GENERATE, EDIT, JUDGE)
+    Options = AegisOptions
+
+    def bundled_cases(self) -> Path:
+        from umni_cases import bundled
+
+        return bundled("aegis") / "annotation.json"
+
+    # ------------------------------------------------------------------ loading
+    def load(self, path: Path, options: BaseModel) -> CaseSet[AegisCase]:
+        file = path / "annotation.json" if path.is_dir() else path
+        loaded = load_cases(file)
+        notes = [Note(q.record, q.field, q.message) for q in loaded.quirks]
+        cases: list[AegisCase] = []
+        skipped: list[Skipped] = []
+        for case in loaded.cases:
+            missing_inputs = [p for p in case.input_image if not loaded.resolve_image(p).is_file()]
+            missing_refs = [p for p in case.ref_image if not loaded.resolve_image(p).is_file()]
+            reasons = []
+            if missing_inputs:
+                reasons.append(f"missing input image(s): {', '.join(missing_inputs)}")
+            if missing_refs:
+                reasons.append(f"missing reference image(s): {', '.join(missing_refs)}")
+            if case.task == "editing" and not case.input_image:
+                reasons.append("an editing case needs an input image and names none")
+            if reasons:
+                skipped.append(Skipped(str(case.id), "; ".join(reasons)))
+                continue
+            cases.append(LocatedCase.model_construct(**dict(case), folder=loaded.root))
+        return CaseSet(path=file, cases=cases, skipped=skipped, notes=notes)
+
+    def case_id(self, case: AegisCase) -> str:
+        return str(case.id)
+
+    # ------------------------------------------------------------------ graph
+    def build(self, case: AegisCase, options: BaseModel) -> Graph:
+        return self._build(_located(case), _options(options))
+
+    def _build(self, case: LocatedCase, options: AegisOptions) -> Graph:
+        g = Graph(str(case.id))
+        inputs = [ImageFile(case.image_path(p)) for p in case.input_image]
+        references = [ImageFile(case.image_path(p)) for p in case.ref_image]
+        # An edit node takes its images apart from the instruction, which keeps the <imageN> text.
+        shown = [] if case.task == "editing" else inputs
+        instruction, request = self._instruction(g, case, options, inputs, shown)
+        output: list[PromptPart]
+        if case.task == "understanding":
+            answer = g.respond("answer", instruction, max_tokens=1024)
+            output = [answer]
+            judge_when: tuple[Callable[..., bool], dict[str, Ref]] | None = (_has_text, {"answer": answer})
+        elif case.task == "generation":
+            output = ["(no text)", "Output image 1:", g.generate("image", instruction)]
+            judge_when = None
+        elif case.task == "editing":
+            output = ["(no text)", "Output image 1:", g.edit("image", inputs, instruction)]
+            judge_when = None
+        else:
+            output, judge_when = self._interleaved(g, case, options, inputs, instruction, request)
+        parts: list[PromptPart] = [
+            *P.judge_context(case, reference_images=references, input_images=inputs),
+            "The model's output:",
+            *output,
+            P.judge_instructions(case),
+        ]
+        if case.task == "understanding":
+            parts.insert(-1, "(no output image)")
+        judge = g.judge(JUDGE_NODE, parts, _checklist_parser(len(case.checklist)), max_tokens=2048)
+        if judge_when is not None:
+            condition, named = judge_when
+            g.when(judge, condition, **named)
+        return g
+
+    def _instruction(
+        self, g: Graph, case: AegisCase, options: AegisOptions, inputs: list[ImageFile], shown: list[ImageFile]
+    ) -> tuple[list[PromptPart], Ref | None]:
+        """The acting node's prompt parts, and the rewritten request (a Ref) when there is one.
+
+        `inputs` are the case's input images (the plan and rewrite nodes always see them); `shown`
+        those that go into the acting node's prompt (none for an edit node, which gets them apart).
+        """
+        guide = case.task == "interleaved"
+        if options.rewrite != "none":
+            role = UNDERSTAND if options.rewrite == "self" else options.rewrite_role
+            asked = [*P.labelled_images(inputs), P.rewrite_instruction(case)]
+            raw = g.respond("rewrite", asked, role=role, max_tokens=1024)
+            rewritten = g.compute("rewrite/text", _clean_rewrite, text=raw)
+            lead: list[PromptPart] = [P.INTERLEAVED_MARKER_GUIDE] if guide else []
+            return [*lead, *P.labelled_images(shown), rewritten], rewritten
+        if case.task == "editing":
+            parts: list[PromptPart] = [P.model_prompt(case, options.prompt)]
+        else:
+            parts = list(P.model_parts(case, shown, options.prompt, marker_guide=guide))
+        if options.reasoning == "plugin":
+            asked = P.model_parts(case, inputs, options.prompt, instruction=P.plan_instruction(case, options.prompt))
+            plan = g.respond("plan", asked, role=options.reasoning_role, max_tokens=1024)
+            parts += [P.PLAN_HEADER, plan]
+        return parts, None
+
+    def _interleaved(
+        self,
+        g: Graph,
+        case: AegisCase,
+        options: AegisOptions,
+        inputs: list[ImageFile],
+        instruction: list[PromptPart],
+        request: Ref | None,
+    ) -> tuple[list[PromptPart], tuple[Callable[..., bool], dict[str, Ref]]]:
+        answer = g.respond("answer", instruction, max_tokens=1024)
+        limit = options.max_images
+        images: list[Ref] = []
+        for k in range(limit):
+            prompt = self._marker_prompt_node(g, case, options, k, answer, request)
+            parts: list[PromptPart] = []
+            if options.condition_on_previous and images:
+                parts += [P.PREVIOUS_PICTURES_NOTE, *images]
+            parts += [*P.labelled_images(inputs), prompt]
+            images.append(g.generate(f"image{k + 1}", parts))
+        shown = g.compute(
+            f"{JUDGE_SIDE}/output", _numbered_answer(limit), version=_constants_version(limit=limit), text=answer
+        )
+        optional = {f"image{k + 1}": ref.maybe() for k, ref in enumerate(images)}
+
+        def answer_complete(text: str | None, **drawn: Any) -> bool:
+            """The judge runs only on a non-empty answer whose markers (up to the limit) all got a picture."""
+            wanted = min(_marker_count(text), limit)
+            return _has_text(text) and all(drawn[f"image{k + 1}"] is not None for k in range(wanted))
+
+        return [shown, *optional.values()], (answer_complete, {"text": answer, **optional})
+
+    def _marker_prompt_node(
+        self, g: Graph, case: AegisCase, options: AegisOptions, k: int, answer: Ref, request: Ref | None
+    ) -> Ref:
+        def needed(text: str | None, **_: Any) -> bool:
+            return _marker_count(text) > k
+
+        if request is None:
+            fixed = P.model_prompt(case, options.prompt)
+
+            def draw_prompt(text: str) -> str:
+                return P.marker_image_prompt(case, text, k, request=fixed)
+
+            return g.compute(f"image{k + 1}/prompt", draw_prompt, version=_constants_version(slot=k, request=fixed), when=needed, text=answer)
+
+        def draw_rewritten(text: str, request: str) -> str:
+            return P.marker_image_prompt(case, text, k, request=request)
+
+        return g.compute(
+            f"image{k + 1}/prompt", draw_rewritten, version=_constants_version(slot=k), when=needed, text=answer, request=request
+        )
+
+    # ------------------------------------------------------------------ records
+    def record(self, case: AegisCase, outcomes: dict[str, Outcome], options: BaseModel) -> dict[str, Any]:
+        return self._record(_located(case), outcomes, _options(options))
+
+    def _record(self, case: LocatedCase, outcomes: dict[str, Outcome], options: AegisOptions) -> dict[str, Any]:
+        status, detail = _classify(outcomes)
+        judge = outcomes.get(JUDGE_NODE)
+        answers: list[str | None] = [None] * len(case.checklist)
+        reasons: list[str] = [""] * len(case.checklist)
+        score = None
+        if status == "scored" and judge is not None:
+            value = judge.value
+            answers = list(value["answers"])
+            reasons = (list(value["reasons"]) + reasons)[: len(answers)]
+            verdict = ChecklistVerdict(tuple(a == "Y" for a in answers), tuple(reasons))
+            score = scoring.scored(case, verdict, invert_negative=options.invert_negative).score
+        text_node = outcomes.get("answer")
+        text = text_node.output.get("text") if text_node is not None and text_node.ok and text_node.output else None
+        image_ids = ["image"] if case.task in ("generation", "editing") else [f"image{k + 1}" for k in range(options.max_images)]
+        images = [outcomes[i].image.sha256 for i in image_ids if i in outcomes and outcomes[i].image is not None]
+        extra: dict[str, Any] = {}
+        if "plan" in outcomes:
+            extra["plan"] = outcomes["plan"].value if outcomes["plan"].ok else None
+        if "rewrite/text" in outcomes:
+            extra["rewrite"] = outcomes["rewrite/text"].value if outcomes["rewrite/text"].ok else None
+        return {
+            "case_id": str(case.id),
+            "id": case.id,
+            "domain": f"{case.task} · {case.category}",
+            "task": case.task,
+            "category": case.category,
+            "domain_group": case.domain_group,
+            "reasoning_type": case.reasoning_type,
+            "prompt_variant": options.prompt,
+            "prompt": P.model_prompt(case, options.prompt),
+            "clear_prompt": case.clear_prompt,
+            "input_images": [{"path": p, "sha256": _file_sha(case.image_path(p))} for p in case.input_image],
+            "ref_images": [{"path": p, "sha256": _file_sha(case.image_path(p))} for p in case.ref_image],
+            "ref_text": case.ref_text,
+            **extra,
+            "output": {
+                "text": text,
+                "images": images,
+                "markers": _marker_count(text) if case.task == "interleaved" and text is not None else None,
+            },
+            "checklist": [
+                {"tag": item.tag, "question": item.question, "negative": item.negative, "answer": a, "reason": r}
+                for item, a, r in zip(case.checklist, answers, reasons)
+            ],
+            "status": status,
+            "score": score,
+            "detail": detail,
+            "judge_attempts": _judge_attempts(judge),
+            "nodes": node_status(outcomes),
+        }
+
+    # ------------------------------------------------------------------ summary
+    def summarize(self, records: list[dict[str, Any]], options: BaseModel) -> dict[str, Any]:
+        results = [
+            scoring.CaseResult(r["id"], r["task"], r["category"], r["reasoning_type"], r["status"], r["score"], r.get("detail", ""))
+            for r in records
+        ]
+        s = scoring.summarize(results)
+        groups = tuple(DOMAIN_GROUPS)
+
+        def row(by_group: dict[str, scoring.GroupStats], total: scoring.GroupStats) -> dict[str, Any]:
+            cells = {g: _pct(by_group[g].mean) if g in by_group else None for g in groups}
+            return {**cells, "overall": _pct(total.mean), **_counts(total)}
+
+        empty = scoring.group_stats([])
+        main = {}
+        for task in TASKS:
+            cells = {g: s.by_task_and_group[f"{task}/{g}"] for g in groups if f"{task}/{g}" in s.by_task_and_group}
+            main[task] = row(cells, s.by_task.get(task, empty))
+        main["overall"] = row(s.by_domain_group, s.overall)
+        return {
+            "scale": "percent: mean over scored cases of the fraction of checklist items answered Y",
+            "overall": _pct(s.overall.mean),
+            "main_table": main,
+            "by_task": {k: _stats(v) for k, v in s.by_task.items()},
+            "by_domain_group": {k: _stats(v) for k, v in s.by_domain_group.items()},
+            "by_category": {k: _stats(v) for k, v in s.by_category.items()},
+            "by_reasoning_type": {k: _stats(v) for k, v in s.by_reasoning_type.items()},
+            "cases": {"total": len(records), **_counts(s.overall)},
+            "inference_failed_ids": s.inference_failed_ids,
+            "evaluation_failed_ids": s.evaluation_failed_ids,
+            "invert_negative": bool(getattr(options, "invert_negative", False)),
+        }
+
+    def tables(self, summary: dict[str, Any]) -> list[tuple[str, list[str], list[list[Any]]]]:
+        s = summary["scores"]
+        groups = list(DOMAIN_GROUPS)
+        counts = ["Scored", "Inference failures", "Evaluation failures"]
+        main_rows = []
+        for name, row in s["main_table"].items():
+            label = "Overall" if name == "overall" else name.capitalize()
+            main_rows.append([label, *(row[g] for g in groups), row["overall"], row["scored"], row["inference_failures"], row["evaluation_failures"]])
+        category_group = {c: g for g, cats in DOMAIN_GROUPS.items() for c in cats}
+        category_rows = [
+            [c, category_group.get(c, "?"), v["score"], v["std"], v["scored"], v["inference_failures"], v["evaluation_failures"]]
+            for c, v in s["by_category"].items()
+        ]
+        order = [t for t in REASONING_TYPES if t in s["by_reasoning_type"]] + sorted(set(s["by_reasoning_type"]) - set(REASONING_TYPES))
+        reasoning_rows = [[t, s["by_reasoning_type"][t]["score"], *(s["by_reasoning_type"][t][k] for k in _COUNT_KEYS)] for t in order]
+        return [
+            ("AEGIS by task and domain (score ×100)", ["Task", *groups, "Overall", *counts], main_rows),
+            ("By category", ["Category", "Domain", "Score", "Std", *counts], category_rows),
+            ("By reasoning type", ["Reasoning type", "Score", *counts], reasoning_rows),
+        ]
+
+    def views(self, record: dict[str, Any]) -> list[View]:
+        views: list[View] = []
+        request_rows = [
+            ("task", f"{record['task']} · {record['category']} ({record['domain_group']}) · {record['reasoning_type']}"),
+            (f"{record['prompt_variant']} (given)", record["prompt"]),
+        ]
+        if record["prompt_variant"] != "clear_prompt":
+            request_rows.append(("clear prompt", record["clear_prompt"]))
+        inputs = record["input_images"]
+        views.append(View("Request", inputs[0]["sha256"] if inputs else None, request_rows))
+        for n, image in enumerate(inputs[1:], start=2):
+            views.append(View(f"Input image {n}", image["sha256"], [("path", image["path"])]))
+        for key, title in (("rewrite", "Rewritten prompt"), ("plan", "Plan")):
+            if key in record:
+                views.append(View(title, None, [(key, record[key] if record[key] is not None else "— (failed)")]))
+        out = record["output"]
+        out_rows: list[tuple[str, str]] = []
+        if out["text"] is not None:
+            out_rows.append(("text", out["text"]))
+        if out.get("markers") is not None:
+            out_rows.append(("pictures", f"{len(out['images'])} drawn for {out['markers']} <image> marker(s)"))
+        if record["status"] == "inference_failure":
+            out_rows.append(("inference failure", record["detail"]))
+        views.append(View("Output", out["images"][0] if out["images"] else None, out_rows, verdict=False if record["status"] == "inference_failure" else None))
+        for n, sha in enumerate(out["images"][1:], start=2):
+            views.append(View(f"Output image {n}", sha, []))
+        refs = record["ref_images"]
+        ref_rows = [("reference text", record["ref_text"])] if record["ref_text"].strip() else []
+        views.append(View("Reference", refs[0]["sha256"] if refs else None, ref_rows))
+        for n, image in enumerate(refs[1:], start=2):
+            views.append(View(f"Reference image {n}", image["sha256"], []))
+        rows = [
+            (f"{i}. [{item['tag']}] {item['question']}", f"{item['answer'] or '—'}" + (f" · {item['reason']}" if item["reason"] else ""))
+            for i, item in enumerate(record["checklist"], start=1)
+        ]
+        if record["status"] == "scored":
+            title = f"Checklist · score {record['score']:.2f}"
+            verdict: bool | None = record["score"] == 1.0
+        else:
+            title = f"Checklist · {record['status'].replace('_', ' ')}"
+            rows.append((record["status"].replace("_", " "), record["detail"]))
+            verdict = None
+        views.append(View(title, None, rows, verdict=verdict))
+        return views
+
+
+_COUNT_KEYS = ("scored", "inference_failures", "evaluation_failures")
+
+
+def _pct(value: float | None) -> float | None:
+    return None if value is None else round(100.0 * value, 2)
+
+
+def _counts(stats: scoring.GroupStats) -> dict[str, int]:
+    return {k: getattr(stats, k) for k in _COUNT_KEYS}
+
+
+def _stats(stats: scoring.GroupStats) -> dict[str, Any]:
+    return {"score": _pct(stats.mean), "std": _pct(stats.std), **_counts(stats)}
+
+
+def _located(case: AegisCase) -> LocatedCase:
+    if not isinstance(case, LocatedCase):
+        raise TypeError(f"AEGIS case {case.id}: build graphs from cases returned by PROTOCOL.load, which know their image folder")
+    return case
+
+
+def _options(options: BaseModel) -> AegisOptions:
+    if not isinstance(options, AegisOptions):
+        raise TypeError(f"expected AegisOptions (from PROTOCOL.parse_options), got {type(options).__name__}")
+    return options
+
+
+def _classify(outcomes: dict[str, Outcome]) -> tuple[scoring.Status, str]:
+    """Scored, or which kind of failure kept the case from a score (with a readable reason)."""
+    model_side = {nid: o for nid, o in sorted(outcomes.items()) if not nid.startswith(JUDGE_SIDE)}
+    failed = [(nid, o) for nid, o in model_side.items() if o.status == "failed"]
+    if failed:
+        nid, o = failed[0]
+        assert o.failure is not None
+        return "inference_failure", f"node '{nid}' failed ({o.failure.kind}): {o.failure.message}"
+    blocked = [nid for nid, o in model_side.items() if o.status == "blocked"]
+    if blocked:
+        return "inference_failure", f"node '{blocked[0]}' was blocked by a failed input"
+    judge = outcomes.get(JUDGE_NODE)
+    if judge is None:
+        return "evaluation_failure", "the case has no judge node"
+    if judge.ok:
+        return "scored", ""
+    if judge.status == "skipped":
+        return "inference_failure", "the model's output is empty or lacks a picture its text asks for; the judge was not called"
+    if judge.status == "failed" and judge.failure is not None:
+        f = judge.failure
+        return "evaluation_failure", f"judge {f.kind} failure after {f.attempts} attempt(s): {f.message}"
+    prep = [(nid, o) for nid, o in sorted(outcomes.items()) if nid.startswith(JUDGE_SIDE) and o.failure is not None]
+    reason = f"{prep[0][0]}: {prep[0][1].failure.message}" if prep and prep[0][1].failure else judge.status
+    return "evaluation_failure", f"the judge's input could not be prepared ({reason})"
+
+
+def _judge_attempts(judge: Outcome | None) -> int | None:
+    if judge is None:
+        return None
+    if judge.ok and judge.output:
+        return int(judge.output.get("parse_attempts", 1))
+    return judge.failure.attempts if judge.failure else None
+
+
+PROTOCOL = Aegis()
