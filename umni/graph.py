@@ -173,14 +173,17 @@ class Graph:
         *,
         version: str = "1",
         when: Callable[..., bool] | None = None,
+        const: Mapping[str, Any] | None = None,
         **inputs: Ref,
     ) -> Ref:
         """Plain Python over other nodes' outputs (images arrive as PIL images): output {"value"}.
 
-        Bump `version` when `fn` changes what it returns, so cached values are not reused.
+        `const` holds fixed JSON-able arguments (an expected answer, a threshold): they are passed
+        to `fn` and enter the cache key, unlike values a closure captures. Bump `version` when `fn`
+        changes what it returns, so cached values are not reused.
         """
         node = Node(id, "compute", inputs=dict(inputs), fn=fn, version=version, when=when)
-        node.params = {"fn": _callable_name(fn)}
+        node.params = {"fn": _callable_name(fn), "const": dict(const or {})}
         return self.add(node)
 
     def when(self, ref: Ref, condition: Callable[..., bool], **inputs: Ref) -> None:

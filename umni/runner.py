@@ -451,7 +451,7 @@ class Runner:
         if node.kind == "compute":
             assert node.fn is not None
             attempts["calls"] += 1
-            value = node.fn(**self._input_values(run, node))
+            value = node.fn(**node.params.get("const", {}), **self._input_values(run, node))
             return {"value": value}
         assert backend is not None
         b: Any = backend

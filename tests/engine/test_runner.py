@@ -210,3 +210,18 @@ def test_many_cases_are_windowed(tmp_path):
     assert sorted(done) == sorted(f"c{i}" for i in range(40))
     # identical graphs share work across cases: one call per node overall
     assert backend.calls == {"generate": 1, "edit": 1, "choose": 1}
+
+
+def test_compute_constants_are_passed_and_keyed(tmp_path):
+    def above(value, threshold):
+        return value > threshold
+
+    cache = Cache(tmp_path)
+    backend = ScriptedBackend()
+    results = []
+    for threshold in (0, 5, 5):
+        g = Graph("k")
+        g.compute("check", above, const={"threshold": threshold}, value=g.compute("v", lambda: 3))
+        out = run(Runner(bind(backend), cache), g)
+        results.append((out["check"].status, out["check"].value))
+    assert results == [("computed", True), ("computed", False), ("cached", False)]
