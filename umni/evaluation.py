@@ -270,8 +270,16 @@ def _summary(
         "wall_seconds": round(seconds, 3),
         "skipped_cases": [asdict(s) for s in case_set.skipped],
         "notes": len(case_set.notes),
-        "scores": protocol.summarize(records, options),
+        "scores": _scores(protocol, records, options, bindings),
     }
+
+
+def _scores(protocol: Protocol[Any], records: list[dict[str, Any]], options: Any, bindings: Bindings) -> dict[str, Any]:
+    """The protocol's scores; a judged protocol also names its judge there, pinned for leaderboards."""
+    scores = protocol.summarize(records, options)
+    if "judge" in protocol.roles and scores.get("judge") is None:
+        scores["judge"] = bindings.specs().get("judge")
+    return scores
 
 
 def _write_outputs(out: Path, protocol: Protocol[Any], summary: dict[str, Any], records: list[dict[str, Any]], cache: Cache) -> None:

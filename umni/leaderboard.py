@@ -91,7 +91,7 @@ def build_tables(summaries: list[dict[str, Any]]) -> list[Table]:
                 if isinstance(value, dict):
                     cols = nested.setdefault(key, [])
                     cols += [c for c in value if c not in cols and not isinstance(value[c], (dict, list))]
-                elif isinstance(value, (int, float)) and not isinstance(value, bool) or value is None:
+                elif isinstance(value, (int, float, str)) and not isinstance(value, bool) or value is None:
                     if key not in main_cols:
                         main_cols.append(key)
         failure_cols = ["cases", "failed nodes", "parse failures", "skipped cases"]

@@ -486,14 +486,14 @@ class Runner:
         assert node.parse is not None
         parts = self._parts(run, node)
         max_tokens = int(node.params.get("max_tokens", 1024))
-        last: ParseFailure | None = None
+        last: OutputFailure | None = None
         for parse_try in range(1 + self.retry.parse_retries):
             seed = self._seed(node, parse_try)
             reply = await self._call(node, attempts, lambda: backend.respond(parts, max_tokens=max_tokens, seed=seed))
             try:
                 value = node.parse(reply.text)
-            except ParseFailure as exc:
-                last = ParseFailure(str(exc), raw=reply.text)
+            except (ParseFailure, InvalidAnswer) as exc:  # out of format or out of range: ask again, boundedly
+                last = type(exc)(str(exc), raw=reply.text)
                 self.events.emit("node.unparsed", node=node.id, attempt=parse_try + 1, error=str(exc))
                 continue
             return {"text": reply.text, "value": value, "parse_attempts": parse_try + 1}

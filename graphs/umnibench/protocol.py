@@ -99,6 +99,11 @@ class UmniBench(Protocol[UmniCase]):
     def summarize(self, records: list[dict[str, Any]], options: BaseModel) -> dict[str, Any]:
         return scoring.score(records, getattr(options, "ability", "full"))
 
+    def judgements(self, record: dict[str, Any]) -> dict[str, float | None]:
+        """The per-case accuracy (0–100) over answered questions: what the paper correlates with people."""
+        answered = [q["correct"] for q in record["questions"].values() if q["correct"] is not None]
+        return {"accuracy": 100.0 * sum(answered) / len(answered) if answered else None}
+
     def tables(self, summary: dict[str, Any]) -> list[tuple[str, list[str], list[list[Any]]]]:
         s = summary["scores"]
         stage_rows = [[STAGE_TITLES[st], s["stages"][st]] + [s["questions"][q] for q in STAGE_QUESTIONS[st]] for st in STAGES]
@@ -106,7 +111,7 @@ class UmniBench(Protocol[UmniCase]):
         question_rows = [[q, s["questions"][q], s["answered"][q], s["failed"][q]] for q in s["questions"]]
         domain_rows = [[d, v] for d, v in s["domains"].items()]
         return [
-            (f"Accuracy by stage (ability: {s['ability']})", ["Stage", "Score", "Q a", "Q b", "Q c"], stage_rows),
+            (f"Accuracy by stage (ability: {summary['options']['ability']})", ["Stage", "Score", "Q a", "Q b", "Q c"], stage_rows),
             ("Accuracy by question", ["Question", "Accuracy", "Answered", "Failed"], question_rows),
             ("Accuracy by domain", ["Domain", "Accuracy"], domain_rows),
         ]

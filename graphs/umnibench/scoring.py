@@ -50,7 +50,6 @@ def score(records: list[dict[str, Any]], ability: str = "full") -> dict[str, Any
         stages[stage] = round(mean(values), 4) if values and stage in stages_counted else None
     included = [questions[q] for s in stages_counted for q in STAGE_QUESTIONS[s] if questions[q] is not None]
     return {
-        "ability": ability,
         "overall": round(mean(included), 4) if included else None,
         "stages": stages,
         "questions": questions,

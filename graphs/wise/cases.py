@@ -53,7 +53,8 @@ CATEGORY_RANGES: dict[Variant, dict[str, tuple[int, int]]] = {
 }
 
 LEGACY_FILES = ("cultural_common_sense.json", "spatio-temporal_reasoning.json", "natural_science.json")
-LEGACY_REWRITE_FILES = tuple(name.replace(".json", "_rewrite.json") for name in LEGACY_FILES)
+REWRITE_SUFFIX = "_rewrite.json"
+LEGACY_REWRITE_FILES = tuple(name.replace(".json", REWRITE_SUFFIX) for name in LEGACY_FILES)
 VERIFIED_MERGED_FILE = "merge.json"
 VERIFIED_SPLIT_FILES = tuple(name.replace(".json", "_verified.json") for name in LEGACY_FILES)
 
@@ -159,6 +160,8 @@ class WiseCaseSet:
     prompts: list[WisePrompt]
     rewrite: bool = False
     missing: list[int] = field(default_factory=list)
+    #: The file each prompt id was read from.
+    sources: dict[int, Path] = field(default_factory=dict)
 
     def by_id(self) -> dict[int, WisePrompt]:
         return {p.prompt_id: p for p in self.prompts}
@@ -241,6 +244,7 @@ def load_set(directory: str | Path, variant: Variant, *, rewrite: bool = False) 
         prompts=ordered,
         rewrite=rewrite,
         missing=missing_ids(prompts, expected_ids(variant)),
+        sources=source,
     )
 
 

@@ -170,12 +170,19 @@ def summarize_legacy(
 
 
 def summarize_verified(
-    judgements: Iterable[VerifiedJudgement | Mapping], *, expected: Iterable[int] | None = None
+    judgements: Iterable[VerifiedJudgement | Mapping],
+    *,
+    variant: Variant = "verified",
+    expected: Iterable[int] | None = None,
 ) -> WiseSummary:
-    """Accuracy (mean of binary scores) per category and the verified Overall."""
+    """Accuracy (mean of binary scores) per category and the Overall.
+
+    `variant` is the prompt set judged, as in `summarize_legacy`: verified by default; the binary
+    judge on legacy prompts uses the legacy id ranges and weights.
+    """
     expected = None if expected is None else list(expected)
     items = [j if isinstance(j, VerifiedJudgement) else VerifiedJudgement.model_validate(j) for j in judgements]
-    grouped = _group(items, "verified", expected)
+    grouped = _group(items, variant, expected)
     categories: dict[str, CategoryResult] = {}
     for name in CATEGORIES:
         scored = [j.score for j in grouped[name] if j.failure is None]
@@ -185,7 +192,7 @@ def summarize_verified(
             scored=len(scored),
             failures=dict(failures),
         )
-    return _summary("verified", "accuracy", categories, items, expected)
+    return _summary(variant, "accuracy", categories, items, expected)
 
 
 def _group(items: list, variant: Variant, expected: Iterable[int] | None) -> dict[str, list]:

@@ -76,3 +76,11 @@ def test_counterfactual_must_change_exactly_one_entity(tmp_path):
     case["counterfactual"]["entities"] = ["elephant", "giraffe"]
     with pytest.raises(InputError, match="exactly one entity"):
         load(write(tmp_path, [json.dumps(case)]))
+
+
+def test_exported_json_schema_matches_the_model():
+    from umni_cases import bundled
+
+    from umni_graphs.umnibench.cases import UmniCase
+
+    assert json.loads((bundled("umnibench") / "schema.json").read_text()) == UmniCase.model_json_schema()

@@ -1,0 +1,431 @@
+"""The WISE graph: draw each prompt, then have a judge grade the image against the prompt's note.
+
+Per prompt (node ids in quotes): "image" (generate, from the ``Prompt`` text alone — the model must
+supply the knowledge the ``Explanation`` spells out, so it never sees it) -> "judge" (the image, the
+prompt and the explanation, graded with the rubric of the chosen scoring).
+
+Options pick the rubric and the prompt set apart, because the official code pairs them but the
+scoring functions do not need to: ``scoring=legacy`` is the paper's three 0-2 marks folded into
+WiScore, ``scoring=verified`` the current binary judgement; ``set`` (default: the scoring's own set)
+picks the prompts and so the id ranges and category weights. ``rewrite`` swaps in the legacy set's
+explicit rewrites for the paper's ablation; as in the official code, the rewritten record (its
+prompt and the unchanged explanation) is what both the generator and the judge see.
+
+Failures stay out of the means: a missing image and a judge reply that is still unusable after the
+engine's bounded retries are counted per category by kind, and prompts the case set lacks are
+listed by id in the summary.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from umni.errors import InputError
+from umni.graph import Graph
+from umni.outcomes import Outcome
+from umni.protocol import CaseSet, Note, Protocol, View, node_status
+from umni.roles import GENERATE, JUDGE
+
+from . import prompts as P
+from . import scoring as S
+from .cases import (
+    CATEGORIES,
+    REWRITE_SUFFIX,
+    Variant,
+    WisePrompt,
+    category_of,
+    expected_ids,
+    load_prompts,
+    load_set,
+    missing_ids,
+)
+
+IMAGE_NODE = "image"
+JUDGE_NODE = "judge"
+
+#: How the official files spell each category; a record spelled otherwise gets a note (the id decides).
+OFFICIAL_CATEGORY = {
+    "culture": "Cultural knowledge",
+    "time": "time",
+    "space": "Space",
+    "biology": "Biology",
+    "physics": "Physical Knowledge",
+    "chemistry": "Chemistry",
+}
+
+#: Column titles of the paper's main table.
+CATEGORY_TITLES = {
+    "culture": "Cultural",
+    "time": "Time",
+    "space": "Space",
+    "biology": "Biology",
+    "physics": "Physics",
+    "chemistry": "Chemistry",
+}
+
+#: The legacy judge's marks (record keys) and how the paper names them.
+MARKS = {"consistency": "Consistency", "realism": "Realism", "aesthetic_quality": "Aesthetic Quality"}
+
+#: Enough for three short lines even from a chatty judge; part of the judge's cache key.
+JUDGE_MAX_TOKENS = 512
+
+
+class WiseOptions(BaseModel):
+    """WISE variants (``--option key=value``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    scoring: Variant = Field("verified", description="legacy: 0-2 marks and WiScore; verified: binary Score")
+    set: Variant | None = Field(None, description="prompt set (ids, categories, weights); default: the scoring's own")
+    rewrite: bool = Field(False, description="legacy set only: generate from the *_rewrite.json explicit prompts")
+
+    @model_validator(mode="after")
+    def _resolve_set(self) -> "WiseOptions":
+        """Fill in the set so run.json, summaries and leaderboards name it explicitly."""
+        if self.set is None:
+            self.set = self.scoring
+        if self.rewrite and self.set != "legacy":
+            raise ValueError(
+                "rewrite=true uses the legacy set's *_rewrite.json prompts; add set=legacy (or scoring=legacy)"
+            )
+        return self
+
+    @property
+    def prompt_set(self) -> Variant:
+        assert self.set is not None
+        return self.set
+
+
+@dataclass(frozen=True)
+class WiseCase:
+    """One prompt of the chosen set, with the category its id falls in and the file it came from."""
+
+    prompt: WisePrompt
+    set: Variant
+    category: str
+    file: str
+    rewrite: bool = False
+
+    @property
+    def id(self) -> str:
+        return str(self.prompt.prompt_id)
+
+
+# --------------------------------------------------------------------------------------------------
+# Judge reply parsers (module level: their names enter the judge's cache key). They return plain
+# dicts so the cache can keep them, and raise ParseFailure / InvalidAnswer on unusable replies.
+
+
+def parse_legacy_marks(text: str) -> dict[str, int]:
+    marks = P.parse_legacy_answer(text)
+    return {"consistency": marks.consistency, "realism": marks.realism, "aesthetic_quality": marks.aesthetic_quality}
+
+
+def parse_verified_score(text: str) -> dict[str, int]:
+    return {"score": P.parse_verified_answer(text)}
+
+
+# --------------------------------------------------------------------------------------------------
+
+
+class Wise(Protocol[WiseCase]):
+    name = "wise"
+    title = "WISE world-knowledge text-to-image"
+    roles = (GENERATE, JUDGE)
+    Options = WiseOptions
+
+    def bundled_cases(self) -> Path:
+        from umni_cases import bundled
+
+        return bundled("wise")
+
+    # ------------------------------------------------------------------ loading
+    def load(self, path: Path, options: BaseModel) -> CaseSet[WiseCase]:
+        """Read a single WISE JSON file, a set folder (official file names), or a folder holding
+        ``legacy/`` and ``verified/`` set folders (the official data layout)."""
+        assert isinstance(options, WiseOptions)
+        variant = options.prompt_set
+        path = Path(path)
+        if path.is_file():
+            if options.rewrite and not path.name.endswith(REWRITE_SUFFIX):
+                raise InputError(
+                    f"rewrite=true reads the explicit rewrite prompts (*{REWRITE_SUFFIX}); pass one of those files "
+                    "or the legacy set folder",
+                    path=path,
+                )
+            prompts = sorted(load_prompts(path), key=lambda p: p.prompt_id)
+            files = [path]
+            sources: dict[int, Path] = {}
+            missing = missing_ids((p.prompt_id for p in prompts), expected_ids(variant))
+            where = path
+        else:
+            where = path / variant if (path / variant).is_dir() else path
+            loaded = load_set(where, variant, rewrite=options.rewrite)
+            prompts, files, missing, sources = loaded.prompts, loaded.files, loaded.missing, loaded.sources
+        if not prompts:
+            raise InputError(f"no WISE prompts in {'this file' if path.is_file() else 'these files'}", path=where)
+        cases = [
+            WiseCase(p, variant, category_of(p.prompt_id, variant), sources.get(p.prompt_id, files[0]).name, options.rewrite)
+            for p in prompts
+        ]
+        notes = [
+            Note(
+                f"prompt_id {c.prompt.prompt_id}",
+                "Category",
+                f"labelled {c.prompt.Category!r}, but its id places it in {c.category} "
+                f"({OFFICIAL_CATEGORY[c.category]!r}); the id decides, as in the official scoring",
+            )
+            for c in cases
+            if c.prompt.Category != OFFICIAL_CATEGORY[c.category]
+        ]
+        if missing:
+            notes.append(
+                Note(
+                    "(whole set)",
+                    "prompt_id",
+                    f"{len(missing)} of the {len(expected_ids(variant))} {variant} prompt ids are not in these files; "
+                    "the summary lists them and scores only the prompts present",
+                )
+            )
+        return CaseSet(path=where, cases=cases, notes=notes)
+
+    def case_id(self, case: WiseCase) -> str:
+        return case.id
+
+    # ------------------------------------------------------------------ graph
+    def build(self, case: WiseCase, options: BaseModel) -> Graph:
+        assert isinstance(options, WiseOptions)
+        g = Graph(case.id)
+        image = g.generate(IMAGE_NODE, [case.prompt.Prompt])
+        if options.scoring == "legacy":
+            rubric, parse = P.legacy_judge_prompt, parse_legacy_marks
+        else:
+            rubric, parse = P.verified_judge_prompt, parse_verified_score
+        g.judge(
+            JUDGE_NODE,
+            [image, rubric(case.prompt.Prompt, case.prompt.Explanation)],
+            parse,
+            max_tokens=JUDGE_MAX_TOKENS,
+        )
+        return g
+
+    # ------------------------------------------------------------------ records
+    def record(self, case: WiseCase, outcomes: dict[str, Outcome], options: BaseModel) -> dict[str, Any]:
+        assert isinstance(options, WiseOptions)
+        image = outcomes.get(IMAGE_NODE)
+        judge = outcomes.get(JUDGE_NODE)
+        marks: dict[str, int] | None = judge.value if judge is not None and judge.ok else None
+        failure, detail = _failure(image, judge)
+        score: float | int | None = None
+        if marks is not None:
+            score = S.wiscore(**marks) if options.scoring == "legacy" else marks["score"]
+        reply = None
+        if judge is not None and judge.ok and judge.output:
+            reply = judge.output.get("text")
+        elif judge is not None and judge.failure is not None:
+            reply = judge.failure.raw
+        return {
+            "case_id": case.id,
+            "prompt_id": case.prompt.prompt_id,
+            "set": case.set,
+            "rewrite": case.rewrite,
+            "file": case.file,
+            "category": case.category,
+            "category_label": case.prompt.Category,
+            "subcategory": case.prompt.Subcategory,
+            "prompt": case.prompt.Prompt,
+            "explanation": case.prompt.Explanation,
+            "image_name": case.prompt.image_name,
+            "image": image.image.sha256 if image is not None and image.image else None,
+            "scoring": options.scoring,
+            "marks": marks,
+            "score": score,
+            "failure": failure,
+            "detail": detail,
+            "judge_reply": reply,
+            "judge_attempts": _attempts(judge),
+            "nodes": node_status(outcomes),
+        }
+
+    # ------------------------------------------------------------------ summary
+    def summarize(self, records: list[dict[str, Any]], options: BaseModel, *, judge: str | None = None) -> dict[str, Any]:
+        """The paper's main table (six categories and Overall, 0-1), failures and missing ids beside.
+
+        `judge` is the judge role's spec; it is echoed as ``scores.judge`` so tables that compare
+        runs show which judge (and version) produced each number.
+        """
+        assert isinstance(options, WiseOptions)
+        variant = options.prompt_set
+        if options.scoring == "legacy":
+            judged = [_legacy_judgement(r) for r in records]
+            summary = S.summarize_legacy(judged, variant=variant)
+        else:
+            summary = S.summarize_verified([_verified_judgement(r) for r in records], variant=variant)
+        expected = len(expected_ids(variant))
+        missing = summary.missing_ids
+        cats = summary.categories
+        scores: dict[str, Any] = {
+            "set": variant,
+            "scoring": options.scoring,
+            "rewrite": options.rewrite,
+            "judge": judge,
+            "metric": summary.metric,
+            "scale": _SCALE[summary.metric],
+            "overall": _round(summary.overall),
+            **{name: _round(cats[name].mean) for name in CATEGORIES},
+            "scored": sum(c.scored for c in cats.values()),
+            "failed": sum(c.failed for c in cats.values()),
+            "missing": len(missing),
+            "expected": expected,
+            "scored_by_category": {name: cats[name].scored for name in CATEGORIES},
+            "failed_by_category": {name: cats[name].failed for name in CATEGORIES},
+            "failures": dict(sorted(summary.failures.items())),
+            # Flat "category/kind" keys so a leaderboard can lay them out as columns.
+            "failures_by_category": {
+                f"{name}/{kind}": count for name in CATEGORIES for kind, count in sorted(cats[name].failures.items())
+            },
+            "weights": summary.weights,
+            "missing_ids": missing,
+            "coverage": _coverage_statement(len(records), expected, missing, variant, summary.overall),
+        }
+        if options.scoring == "legacy":
+            # One flat table per mark (categories as columns), as in the paper's appendix.
+            for mark in MARKS:
+                scores[mark] = {name: _round(cats[name].components.get(mark)) for name in CATEGORIES}
+        return scores
+
+    def tables(self, summary: dict[str, Any]) -> list[tuple[str, list[str], list[list[Any]]]]:
+        s = summary["scores"]
+        label = "WiScore" if s["metric"] == "wiscore" else "Accuracy"
+        header = ["", *(CATEGORY_TITLES[c] for c in CATEGORIES), "Overall"]
+        main = [
+            [label, *(s[c] for c in CATEGORIES), s["overall"]],
+            ["Scored", *(s["scored_by_category"][c] for c in CATEGORIES), s["scored"]],
+            ["Failed (not scored)", *(s["failed_by_category"][c] for c in CATEGORIES), s["failed"]],
+        ]
+        setting = f"{s['set']} prompts{' (rewrite)' if s['rewrite'] else ''}, {s['scoring']} scoring"
+        if s.get("judge"):
+            setting += f", judge {s['judge']}"
+        tables = [(f"WISE {label} by category ({setting})", header, main)]
+        if s["failures"]:
+            kinds = sorted(s["failures"])
+            rows = [
+                [kind, *(s["failures_by_category"].get(f"{c}/{kind}", 0) for c in CATEGORIES), s["failures"][kind]]
+                for kind in kinds
+            ]
+            tables.append(("Failures by kind (counted apart from scores)", ["Kind", *header[1:-1], "Total"], rows))
+        if s["metric"] == "wiscore":
+            rows = [[MARKS[key], *(s[key][c] for c in CATEGORIES)] for key in MARKS]
+            tables.append(("Mean marks (0-2) by category", ["Mark", *header[1:-1]], rows))
+        shown = ", ".join(map(str, s["missing_ids"][:20])) + (" …" if s["missing"] > 20 else "")
+        tables.append(
+            (
+                "Coverage",
+                ["", "Value"],
+                [
+                    ["Expected prompts", s["expected"]],
+                    ["With a result", s["expected"] - s["missing"]],
+                    ["Missing prompt ids", f"{s['missing']}: {shown}" if s["missing"] else "none"],
+                    ["Statement", s["coverage"]],
+                ],
+            )
+        )
+        return tables
+
+    def views(self, record: dict[str, Any]) -> list[View]:
+        rows = [
+            ("prompt (given to the model)", record["prompt"]),
+            ("explanation (judge only)", record["explanation"]),
+            ("category", f"{record['category']} · {record['subcategory']} (file label: {record['category_label']})"),
+            ("source", f"{record['file']} · {record['set']} set" + (" · rewrite" if record["rewrite"] else "")),
+        ]
+        if record["image"] is None:
+            rows.append(("image", "— (not produced)"))
+        views = [View(f"Prompt {record['prompt_id']} · {record['image_name']}", record["image"], rows)]
+        judge_rows: list[tuple[str, str]] = []
+        if record["marks"] is not None:
+            judge_rows += [(key.replace("_", " "), str(value)) for key, value in record["marks"].items()]
+        if record["score"] is not None and record["scoring"] == "legacy":
+            judge_rows.append(("WiScore", f"{record['score']:.2f}"))
+        if record["failure"] is not None:
+            judge_rows.append((f"failure ({record['failure']})", record["detail"]))
+        judge_rows.append(("judge reply", record["judge_reply"] if record["judge_reply"] is not None else "—"))
+        if record["judge_attempts"]:
+            judge_rows.append(("judge attempts", str(record["judge_attempts"])))
+        if record["failure"] is not None:
+            title, verdict = f"Judge · {record['failure']} failure", None
+        elif record["scoring"] == "legacy":
+            title, verdict = f"Judge · WiScore {record['score']:.2f}", None
+        else:
+            title, verdict = f"Judge · Score {record['score']}", record["score"] == 1
+        views.append(View(title, None, judge_rows, verdict=verdict))
+        return views
+
+
+# --------------------------------------------------------------------------------------------------
+
+_SCALE = {
+    "wiscore": "0-1: mean WiScore = (0.7·C + 0.2·R + 0.1·A)/2 over scored prompts; Overall weights the six categories",
+    "accuracy": "0-1: share of scored prompts judged correct (Score 1); Overall weights the six categories",
+}
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)
+
+
+def _failure(image: Outcome | None, judge: Outcome | None) -> tuple[str | None, str]:
+    """Why a prompt has no score, as a short kind (counted) and a readable detail."""
+    if image is None or not image.ok:
+        if image is not None and image.failure is not None:
+            return S.MISSING_IMAGE, f"the image was not produced ({image.failure.kind}): {image.failure.message}"
+        return S.MISSING_IMAGE, f"the image was not produced ({image.status if image else 'no node'})"
+    if judge is None:
+        return "internal", "the case has no judge node"
+    if judge.ok:
+        return None, ""
+    if judge.failure is not None:
+        f = judge.failure
+        return f.kind, f"judge {f.kind} failure after {f.attempts} attempt(s): {f.message}"
+    return judge.status, f"the judge was {judge.status}"
+
+
+def _attempts(judge: Outcome | None) -> int | None:
+    if judge is None:
+        return None
+    if judge.ok and judge.output:
+        return int(judge.output.get("parse_attempts", 1))
+    return judge.failure.attempts if judge.failure else None
+
+
+def _legacy_judgement(record: dict[str, Any]) -> S.LegacyJudgement:
+    if record.get("failure") is not None or record.get("marks") is None:
+        return S.LegacyJudgement(prompt_id=record["prompt_id"], failure=record.get("failure") or "internal")
+    return S.LegacyJudgement(prompt_id=record["prompt_id"], **record["marks"])
+
+
+def _verified_judgement(record: dict[str, Any]) -> S.VerifiedJudgement:
+    if record.get("failure") is not None or record.get("marks") is None:
+        return S.VerifiedJudgement(prompt_id=record["prompt_id"], failure=record.get("failure") or "internal")
+    return S.VerifiedJudgement(prompt_id=record["prompt_id"], score=record["marks"]["score"])
+
+
+def _coverage_statement(records: int, expected: int, missing: list[int], variant: str, overall: float | None) -> str:
+    if not missing:
+        return f"all {expected} {variant} prompts have a result"
+    text = (
+        f"{len(missing)} of the {expected} expected {variant} prompt ids have no result (listed in missing_ids); "
+        f"the scores cover the {records} prompt(s) run"
+    )
+    if overall is not None:
+        text += ", so the Overall is not comparable with a full-set Overall"
+    else:
+        text += "; the Overall needs a score in every category and is left empty"
+    return text
+
+
+PROTOCOL = Wise()
