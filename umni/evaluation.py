@@ -162,6 +162,7 @@ async def evaluate_async(
         "identities": bindings.identities(),
         "options": options.model_dump(mode="json"),
         "seed": request.seed,
+        "limit": request.limit,
         "umni": __version__,
         "cache": str(Path(request.cache).resolve() if request.cache else default_cache_dir()),
     }

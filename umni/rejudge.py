@@ -43,6 +43,7 @@ def rejudge(run: Path, judge: str, out: Path | None = None, *, concurrency: int 
         roles=[f"{role}={spec}" for role, spec in sorted(new_bindings.items())],
         cache=Path(manifest["cache"]),
         seed=manifest["seed"],
+        limit=manifest.get("limit"),
         options=dict(manifest["options"]),
         concurrency=concurrency,
         progress=progress,
