@@ -110,8 +110,10 @@ def _check_manifest(out: Path, manifest: dict[str, Any]) -> None:
                 + "); resume it with the same command, or choose another --out",
                 path=out,
             )
-    else:
-        atomic_write_text(path, json.dumps(manifest, indent=2, ensure_ascii=False))
+        if old.get("limit") == manifest.get("limit"):
+            return
+    # new directory, or a resume that widened --limit: record what the directory now holds
+    atomic_write_text(path, json.dumps(manifest, indent=2, ensure_ascii=False))
 
 
 def prepare(

@@ -20,7 +20,9 @@ heading followed by one template line ``Label: <a-b>`` (what the offline referen
 
 from __future__ import annotations
 
+import hashlib
 import re
+from collections.abc import Sequence
 from enum import Enum
 from pathlib import Path
 
@@ -268,3 +270,110 @@ def parse_judge_answer(text: str, metric: str) -> int:
     if not number.is_integer() or not 0 <= number <= highest:
         raise InvalidAnswer(f"{label} must be a whole number 0-{highest}, got {value}", raw=text)
     return int(number)
+
+
+# ------------------------------------------------------------------------------ strategy prompts
+#
+# Texts for the inference-time strategies the paper tried (none is part of the official scoring):
+# pre-planning, post-reflection, hints given as input, and the VQA probe. None of them contains a
+# ``Label: <a-b>`` template line, because they ask for free text or a choice, not for a mark.
+
+PLAN_HEADING = "A plan for the image, written before drawing:"
+PREVIOUS_ATTEMPT = "Your previous attempt at this task:"
+FEEDBACK_HEADING = "Feedback on that attempt:"
+REGENERATE_REQUEST = "Make a new image for the task that keeps what was right and fixes every problem the feedback names."
+HINT_HEADING = "Hint: a correct result shows the following."
+REFERENCE_HINT_HEADING = "Hint: keep this from the reference image below."
+
+
+def plan_request() -> str:
+    """Asks the model to reason about the context and write a plan, before any image is made."""
+    return (
+        "Do not draw anything yet. First work out the task: which rules, preferences or meanings does the "
+        "context above set up, and what do they imply for the requested image? Then write a short, concrete "
+        "plan of the final image: every object, how many, their colours, shapes and positions, and what must "
+        "stay as in the context images. Reply with the plan only."
+    )
+
+
+def self_critique_request() -> str:
+    """Asks the model to check its own image against the context (post-reflection, critic=self)."""
+    return (
+        "Above is the image that was made for this task. Check it carefully against the rules, preferences "
+        "and meanings the context sets up and against the instruction. List concretely what is wrong or "
+        "missing and how to fix it, as advice for a new attempt. If nothing is wrong, say that it is correct."
+    )
+
+
+def judge_critique_prompt(rc_hint: str) -> str:
+    """Asks the judge for feedback on an output (post-reflection, critic=judge).
+
+    The judge knows the curated description of a correct result, so its feedback carries that gold
+    information into the next attempt; critic=self is the variant without that help.
+    """
+    return (
+        "You are reviewing an image a model made for a reasoning task, to help it improve. "
+        f"A correct result shows: {hint_text(rc_hint)}\n"
+        "Compare the image with that description. In a few sentences, say what is wrong or missing "
+        "(objects, counts, colours, positions) and what the next attempt should change. Do not give a score."
+    )
+
+
+def hint_parts(case: GeniusCase, mode: str) -> list[Part]:
+    """Hints given to the generator with its input: ``text`` gives the rc_hint; ``multimodal`` adds each
+    vc_hint with its reference image; ``none`` gives nothing."""
+    if mode == "none":
+        return []
+    if mode not in ("text", "multimodal"):
+        raise ValueError(f"unknown hint mode {mode!r}; use none, text or multimodal")
+    parts: list[Part] = [f"{HINT_HEADING} {hint_text(case.rc_hint)}"]
+    if mode == "multimodal":
+        for hint in case.vc_hints:
+            parts += [REFERENCE_HINT_HEADING, hint.reference.path, hint_text(hint.text)]
+    return parts
+
+
+# ------------------------------------------------------------------------------ VQA probe
+
+PROBE_QUESTION = (
+    "Do not draw anything. Which description matches the image that a correct answer to this task "
+    "would show? Choose one option."
+)
+#: How many wrong options a probe question gets when the case set has enough other hints.
+PROBE_DISTRACTORS = 3
+
+
+def probe_choices(case: GeniusCase, pool: Sequence[GeniusCase], distractors: int = PROBE_DISTRACTORS) -> tuple[list[str], int]:
+    """Options of the VQA probe for `case` and the index of the right one (its rc_hint).
+
+    Distractors are other cases' rc_hints, from the same dimension first (they share the task's
+    style, so the right option does not stand out by topic); only when a dimension has too few
+    cases are the other dimensions used. The choice and the position of the right option come from
+    hashes of the case keys, so they are the same on every run and do not depend on the pool's order.
+    Texts that equal the right option (ignoring case and spacing) are never used.
+    """
+    answer = hint_text(case.rc_hint)
+    taken = {_normal(answer)}
+
+    def rank(other: GeniusCase) -> str:
+        return _digest(case.key, other.key)
+
+    others = sorted((c for c in pool if c.key != case.key), key=lambda c: (c.dimension != case.dimension, rank(c)))
+    chosen: list[str] = []
+    for other in others:
+        text = hint_text(other.rc_hint)
+        if len(chosen) == distractors:
+            break
+        if _normal(text) not in taken:
+            taken.add(_normal(text))
+            chosen.append(text)
+    position = int(_digest(case.key, "answer position"), 16) % (len(chosen) + 1)
+    return chosen[:position] + [answer] + chosen[position:], position
+
+
+def _normal(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def _digest(*parts: str) -> str:
+    return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()

@@ -31,7 +31,10 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from statistics import fmean
+from typing import Any
 
+import numpy as np
+from PIL import Image
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, model_validator
 
 from .cases import DIMENSIONS
@@ -253,3 +256,21 @@ def _metric(values: Sequence[float | JudgeFailure]) -> MetricResult:
     scored = [v for v in values if not isinstance(v, JudgeFailure)]
     failures = Counter(v.kind for v in values if isinstance(v, JudgeFailure))
     return MetricResult(mean=fmean(scored) if scored else None, scored=len(scored), failures=dict(failures))
+
+
+def pixel_copy(output: Image.Image, reference: Image.Image) -> dict[str, Any]:
+    """The deterministic half of the copy check: is `output` the reference image, pixel for pixel?
+
+    Only an exact copy (same size, every RGB value equal) counts, so no generated image can be
+    mistaken for a copy; resized or recompressed copies are left to the judge's ``Copy`` answer.
+    The mean absolute difference (0-255, measured at the reference's size) is kept so a report can
+    show near-copies too.
+    """
+    got = output.convert("RGB")
+    want = reference.convert("RGB")
+    same_size = got.size == want.size
+    if not same_size:
+        got = got.resize(want.size, Image.Resampling.BILINEAR)
+    difference = np.abs(np.asarray(got, dtype=np.int16) - np.asarray(want, dtype=np.int16))
+    exact = same_size and not difference.any()
+    return {"copy": bool(exact), "same_size": same_size, "mean_abs_diff": round(float(difference.mean()), 4)}

@@ -242,6 +242,41 @@ def load_text_cases(path: str | Path) -> list[TextCase]:
 
 
 # ---------------------------------------------------------------------------------------------------
+# Prompts for the folder-based sets
+#
+# The released evaluation code reads only images for GIR-Bench-Uni and reasoning perception, so the
+# generation prompt of an entity and the description of a perception target come from a JSON file
+# shaped like the T2I files: ``prompt/<Category>.json`` (Zoology, Botany, Geography) and
+# ``prompt/ReasoningPerception.json``, each ``[{id, prompt}]`` with ids matching the folder or file
+# names. This layout is umni's; the hub dataset may keep these texts elsewhere.
+
+
+def _text_id(value: Any) -> Any:
+    if isinstance(value, bool):
+        raise ValueError("id must be an integer or a string, not a boolean")
+    if isinstance(value, int):
+        return str(value)
+    return value.strip() if isinstance(value, str) else value
+
+
+class PromptRecord(_Record):
+    """A prompt keyed by the id of a folder-based case (entity id, perception image name)."""
+
+    id: Annotated[str, BeforeValidator(_text_id), Field(min_length=1)]
+    prompt: NonEmpty
+
+    @field_validator("prompt")
+    @classmethod
+    def _not_blank(cls, prompt: str) -> str:
+        return _stripped_nonempty(prompt, "prompt")
+
+
+def load_prompt_map(path: str | Path) -> dict[str, str]:
+    """``id -> prompt`` from a ``[{id, prompt}]`` file; ids compare as text (``7`` and ``"7"`` agree)."""
+    return {record.id: record.prompt for record in load_json_records(path, PromptRecord)}
+
+
+# ---------------------------------------------------------------------------------------------------
 # Folder-based sets
 
 
