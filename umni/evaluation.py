@@ -25,7 +25,7 @@ import platformdirs
 from . import __version__
 from .artifacts import atomic_write_text, canonical_json, fingerprint
 from .bindings import Bindings
-from .errors import InputError
+from .errors import ConfigError, InputError
 from .events import EventLog
 from .graph import Graph
 from .outcomes import FAILURE_KINDS, Outcome
@@ -125,10 +125,21 @@ def prepare(
     path = Path(request.cases) if request.cases else protocol.bundled_cases()
     if not path.exists():
         raise InputError("case file or folder does not exist", path=path)
-    case_set = protocol.load(path, options)
     bindings = Bindings.from_specs(request.model, request.roles, shared=shared)
-    if case_set.cases:
-        protocol.build(case_set.cases[0], options).validate(bindings.backends)
+    options = protocol.adapt(options, set(bindings.roles()))
+    case_set = protocol.load(path, options)
+    cases = case_set.cases[: request.limit] if request.limit is not None else case_set.cases
+    if cases:
+        protocol.build(cases[0], options).validate(bindings.backends)
+    needed: set[str] = set()
+    for case in cases[1:]:  # every case's roles, so a later task cannot stop the run halfway
+        needed |= protocol.build(case, options).required_roles()
+    unbound = needed - set(bindings.roles())
+    if unbound:
+        raise ConfigError(
+            f"the cases need role(s) {', '.join(sorted(unbound))}, which the binding does not fill; "
+            + " ".join(f"--role {r}=SPEC" for r in sorted(unbound))
+        )
     return protocol, options, case_set, bindings
 
 

@@ -99,6 +99,13 @@ class Protocol(ABC, Generic[CaseT]):
         """How a case record appears in the HTML report."""
         return []
 
+    def adapt(self, options: BaseModel, bound_roles: set[str]) -> BaseModel:
+        """Options adjusted to the roles the run binds (e.g. skip tasks whose tool role is unbound).
+
+        Called once before any case is built; the default changes nothing.
+        """
+        return options
+
     def judgements(self, record: dict[str, Any]) -> dict[str, float | None]:
         """Per-case numbers that judge agreement compares (metric -> value; None when failed)."""
         return {}

@@ -30,7 +30,7 @@ from tenacity.wait import wait_exponential_jitter
 from .artifacts import ImageRef, fingerprint
 from .backends import Backend
 from .bindings import Bindings
-from .errors import BackendError, DegenerateOutput, InvalidAnswer, OutputFailure, ParseFailure
+from .errors import BackendError, DegenerateOutput, InputError, InvalidAnswer, OutputFailure, ParseFailure
 from .events import EventLog
 from .graph import Graph, ImageFile, Node, Ref
 from .keys import node_key
@@ -401,6 +401,8 @@ class Runner:
             outcome = Outcome(node.id, "failed", failure=Failure(exc.kind, str(exc), attempts["calls"] or 1, raw=exc.raw))
         except BackendError as exc:
             outcome = Outcome(node.id, "failed", failure=Failure("backend", str(exc), attempts["calls"] or 1))
+        except InputError as exc:  # bad case data met while computing: the user's to fix, not a bug
+            outcome = Outcome(node.id, "failed", failure=Failure("input", exc.describe(), attempts["calls"] or 1))
         except Exception as exc:  # a backend or compute bug: recorded against this node, the run goes on
             outcome = Outcome(node.id, "failed", failure=Failure("internal", f"{type(exc).__name__}: {exc}", attempts["calls"] or 1))
         else:

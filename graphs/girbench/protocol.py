@@ -1,0 +1,885 @@
+"""The GIR-Bench graphs: one per case, each ending in a classical (non-judge) score.
+
+Tasks and what scores them (formulas in ``metrics.py`` and ``masks.py``):
+
+- GIR-Bench-Uni (``uni``): generate the entity from its implicit prompt, embed the image and the
+  entity's reference images, mean cosine similarity; and, for the understanding side the released
+  code lacks, a multiple-choice question about a real reference image (which entity it shows,
+  distractors drawn from other entities).
+- GIR-Bench-T2I: ``numerical`` (detect, every count exact), ``spatial`` (detect, relation geometry)
+  and ``text`` (OCR, word-level continuous substring score).
+- GIR-Bench-Edit: ``puzzle`` (edit the shuffled tiles back, embed output and solution; the Fréchet
+  distance over the whole set is computed in `summarize`), ``sudoku`` (edit, OCR the digits with
+  their positions) and ``perception`` (edit the target green, IoU of the green mask).
+
+Every score is a `compute` node (versioned, cached) or a tool node, so re-running the scorer with a
+new detector re-uses every generated image. Roles that a run cannot fill are declared with
+``--option skip_roles=detect,embed``: the cases (or, for Uni, the side) needing them are skipped
+with that reason and counted, instead of failing validation or scoring 0.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import warnings
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PIL import Image
+from pydantic import BaseModel, ConfigDict, field_validator
+from scipy import linalg
+
+from umni.errors import InputError
+from umni.graph import Graph, ImageFile, Ref
+from umni.outcomes import Outcome
+from umni.protocol import CaseSet, Note, Protocol, Skipped, View, node_status
+from umni.roles import DETECT, EDIT, EMBED, GENERATE, OCR, UNDERSTAND, Detection, OcrLine
+
+from .cases import (
+    NUMERICAL_FILE,
+    SPATIAL_FILE,
+    TEXT_FILE,
+    UNI_CATEGORIES,
+    NumericalCase,
+    PerceptionCase,
+    PuzzleCase,
+    SpatialCase,
+    TextCase,
+    UniCase,
+    VisualLogicCase,
+    find_task_file,
+    load_numerical_cases,
+    load_perception_cases,
+    load_prompt_map,
+    load_puzzle_cases,
+    load_spatial_cases,
+    load_text_cases,
+    load_uni_cases,
+    load_visual_logic_cases,
+    missing_images,
+)
+from .metrics import (
+    count_labels,
+    digits_to_grid,
+    frechet_distance_between,
+    join_ocr_text,
+    mean_cosine_similarity,
+    normalize_text,
+    normalized_fid,
+    numerical_case_correct,
+    reasoning_perception_iou,
+    spatial_case,
+    sudoku_accuracy,
+    word_continuous_score,
+)
+
+#: Tasks in the paper's table order.
+TASKS = ("uni", "numerical", "spatial", "text", "puzzle", "sudoku", "perception")
+#: Official folder and file names accepted in ``--option tasks=`` besides the short names.
+TASK_ALIASES = {
+    "numericalreasoning": "numerical",
+    "spatiallayout": "spatial",
+    "textrendering": "text",
+    "visualpuzzle": "puzzle",
+    "visuallogic": "sudoku",
+    "reasoningperception": "perception",
+}
+
+#: Every reported metric: (key, task, title). Uni has two sides, each its own metric.
+METRICS = (
+    ("uni_understanding", "uni", "Uni · image understanding"),
+    ("uni_generation", "uni", "Uni · image generation"),
+    ("numerical", "numerical", "Numerical Reasoning"),
+    ("spatial", "spatial", "Spatial Layout"),
+    ("text", "text", "Text Rendering"),
+    ("puzzle", "puzzle", "Visual Puzzle"),
+    ("sudoku", "sudoku", "Visual Logic"),
+    ("perception", "perception", "Reasoning Perception"),
+)
+METRIC_TITLES = {key: title for key, _, title in METRICS}
+METRIC_TASK = {key: task for key, task, _ in METRICS}
+#: The roles each metric needs; a metric whose role is listed in skip_roles is not run.
+METRIC_ROLES: dict[str, tuple[str, ...]] = {
+    "uni_understanding": (UNDERSTAND,),
+    "uni_generation": (GENERATE, EMBED),
+    "numerical": (GENERATE, DETECT),
+    "spatial": (GENERATE, DETECT),
+    "text": (GENERATE, OCR),
+    "puzzle": (EDIT, EMBED),
+    "sudoku": (EDIT, OCR),
+    "perception": (EDIT,),
+}
+T2I_METRICS = ("numerical", "spatial", "text")
+EDIT_METRICS = ("puzzle", "sudoku", "perception")
+ALL_ROLES = (GENERATE, EDIT, UNDERSTAND, OCR, DETECT, EMBED)
+
+#: The set folders an image root holds (the dataset's ``reference/`` folder, or the case folder).
+_IMAGE_SETS = (*UNI_CATEGORIES, "ReasoningPerception", "VisualLogic", "VisualPuzzle")
+PERCEPTION_FILE = "ReasoningPerception.json"
+
+# Instructions and questions, in our own words.
+PUZZLE_INSTRUCTION = (
+    "This picture was cut into a grid of equal square tiles and the tiles were shuffled. Put every tile "
+    "back where it belongs so the picture is whole again. Only move tiles: do not add, remove or redraw anything."
+)
+SUDOKU_INSTRUCTION = (
+    "Solve the {n}x{n} sudoku in this image. Write a digit from 1 to {n} into every empty cell so that each "
+    "row, each column and each marked block holds every digit exactly once. Keep the grid and the printed "
+    "digits exactly as they are."
+)
+PERCEPTION_INSTRUCTION = (
+    "Find the part of this image that the following description points to: {target} "
+    "Paint exactly that region solid, fully opaque pure green (RGB 0, 255, 0) and leave every other pixel unchanged."
+)
+VQA_QUESTIONS = {
+    "Zoology": "Which animal does this photo show?",
+    "Botany": "Which plant does this photo show?",
+    "Geography": "Which place does this photo show?",
+}
+VQA_CHOICES = 4
+
+
+def _split_names(value: str) -> list[str]:
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+class GirOptions(BaseModel):
+    """``tasks``: comma-separated subset of the tasks (empty: every task the case folder holds).
+    ``skip_roles``: roles this run does not bind; what needs them is skipped and counted."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tasks: str = ""
+    skip_roles: str = ""
+
+    @field_validator("tasks")
+    @classmethod
+    def _known_tasks(cls, value: str) -> str:
+        chosen: list[str] = []
+        for name in _split_names(value):
+            key = name.lower().replace("_", "").replace("-", "")
+            task = TASK_ALIASES.get(key, name.lower())
+            if task not in TASKS:
+                raise ValueError(f"unknown task {name!r}; known tasks: {', '.join(TASKS)}")
+            if task not in chosen:
+                chosen.append(task)
+        return ",".join(t for t in TASKS if t in chosen)
+
+    @field_validator("skip_roles")
+    @classmethod
+    def _known_roles(cls, value: str) -> str:
+        roles = {name.lower() for name in _split_names(value)}
+        unknown = sorted(roles - set(ALL_ROLES))
+        if unknown:
+            raise ValueError(f"unknown role(s) {unknown}; GIR-Bench uses: {', '.join(ALL_ROLES)}")
+        return ",".join(r for r in ALL_ROLES if r in roles)
+
+    @property
+    def task_list(self) -> list[str]:
+        return _split_names(self.tasks)
+
+    @property
+    def skipped_roles(self) -> set[str]:
+        return set(_split_names(self.skip_roles))
+
+    def unmet_roles(self, metric: str) -> list[str]:
+        return [role for role in METRIC_ROLES[metric] if role in self.skipped_roles]
+
+
+def _options(options: BaseModel) -> GirOptions:
+    return options if isinstance(options, GirOptions) else GirOptions(**options.model_dump())
+
+
+@dataclass(frozen=True)
+class VqaItem:
+    """The understanding-side question of one Uni entity: which of `options` the photo shows."""
+
+    question: str
+    options: tuple[str, ...]
+    answer: int
+    image: Path
+
+
+@dataclass(frozen=True)
+class GirCase:
+    """One case of any task: the validated record of `cases.py` plus what the graph needs besides.
+
+    `prompt` is the Uni generation prompt or the perception target description; `vqa` the Uni question.
+    """
+
+    task: str
+    id: str
+    data: Any
+    prompt: str | None = None
+    vqa: VqaItem | None = None
+
+    @property
+    def category(self) -> str | None:
+        return self.data.category if isinstance(self.data, UniCase) else None
+
+
+def _digest(*parts: object) -> int:
+    text = "\x1f".join(str(p) for p in parts).encode()
+    return int.from_bytes(hashlib.blake2b(text, digest_size=8).digest(), "big")
+
+
+def _file_sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+# ---------------------------------------------------------------------------------------------------
+# Loading
+
+
+def image_root(root: Path) -> Path:
+    """Where the image sets sit: the folder itself, or its ``reference/`` folder (the hub layout)."""
+    if any((root / name).is_dir() for name in _IMAGE_SETS):
+        return root
+    if (root / "reference").is_dir():
+        return root / "reference"
+    return root
+
+
+def _has_file(root: Path, name: str) -> bool:
+    try:
+        find_task_file(root, name)
+    except InputError:
+        return False
+    return True
+
+
+def present_tasks(root: Path) -> list[str]:
+    """The tasks a case folder holds, in table order."""
+    images = image_root(root)
+    found = {
+        "uni": any((images / c).is_dir() for c in UNI_CATEGORIES),
+        "numerical": _has_file(root, NUMERICAL_FILE),
+        "spatial": _has_file(root, SPATIAL_FILE),
+        "text": _has_file(root, TEXT_FILE),
+        "puzzle": (images / "VisualPuzzle").is_dir(),
+        "sudoku": (images / "VisualLogic" / "sudoku").is_dir(),
+        "perception": (images / "ReasoningPerception").is_dir(),
+    }
+    return [task for task in TASKS if found[task]]
+
+
+_WHERE = {
+    "uni": "a Zoology/, Botany/ or Geography/ folder",
+    "numerical": NUMERICAL_FILE,
+    "spatial": SPATIAL_FILE,
+    "text": TEXT_FILE,
+    "puzzle": "a VisualPuzzle/ folder",
+    "sudoku": "a VisualLogic/sudoku/ folder",
+    "perception": "a ReasoningPerception/ folder",
+}
+
+
+def _vqa_items(entities: Sequence[UniCase], notes: list[Note]) -> dict[str, VqaItem]:
+    """A question per entity; distractors are other entities, same category first, in an order fixed
+    by a hash of the two ids (so adding an entity elsewhere does not reshuffle every question)."""
+    items: dict[str, VqaItem] = {}
+    for entity in entities:
+        answer = entity.display_name
+        others = sorted(
+            (e for e in entities if e.id != entity.id and e.display_name.lower() != answer.lower()),
+            key=lambda e: (e.category != entity.category, _digest("distractor", entity.id, e.id)),
+        )
+        distractors: list[str] = []
+        for other in others:
+            if other.display_name.lower() not in {d.lower() for d in distractors}:
+                distractors.append(other.display_name)
+            if len(distractors) == VQA_CHOICES - 1:
+                break
+        if not distractors:
+            notes.append(Note(entity.id, "vqa", "no other entity to draw a distractor from; the question is not asked"))
+            continue
+        position = _digest("answer", entity.id) % (len(distractors) + 1)
+        options = distractors[:position] + [answer] + distractors[position:]
+        items[entity.id] = VqaItem(VQA_QUESTIONS[entity.category], tuple(options), position, entity.references[0])
+    return items
+
+
+def _load_uni(root: Path, notes: list[Note]) -> list[GirCase]:
+    images = image_root(root)
+    categories = [c for c in UNI_CATEGORIES if (images / c).is_dir()]
+    entities = load_uni_cases(images, categories)
+    prompts: dict[str, dict[str, str]] = {}
+    for category in categories:
+        name = f"{category}.json"
+        if _has_file(root, name):
+            prompts[category] = load_prompt_map(find_task_file(root, name))
+            known = {str(e.entity_id) for e in entities if e.category == category}
+            for stray in sorted(set(prompts[category]) - known):
+                notes.append(Note(f"{category}/{stray}", "prompt", f"{name} has a prompt for id {stray}, but no {category}/{stray}_<name>/ folder"))
+        else:
+            notes.append(Note(category, "prompt", f"no {name}; the generation side of {category} is not run"))
+    vqa = _vqa_items(entities, notes)
+    return [
+        GirCase("uni", f"uni/{e.id}", e, prompts.get(e.category, {}).get(str(e.entity_id)), vqa.get(e.id))
+        for e in entities
+    ]
+
+
+def _load_perception(root: Path, skipped: list[Skipped]) -> list[GirCase]:
+    images = image_root(root)
+    targets = load_prompt_map(find_task_file(root, PERCEPTION_FILE)) if _has_file(root, PERCEPTION_FILE) else {}
+    cases = []
+    for case in load_perception_cases(images):
+        gir = GirCase("perception", f"perception/{case.id}", case, targets.get(case.id))
+        if gir.prompt is None:
+            skipped.append(Skipped(gir.id, f"no target description for id {case.id} in {PERCEPTION_FILE}"))
+            continue
+        cases.append(gir)
+    return cases
+
+
+def load_tasks(root: Path, options: GirOptions) -> CaseSet[GirCase]:
+    """Every case of the chosen tasks; cases with missing images or unbound roles are `skipped`."""
+    if not root.is_dir():
+        raise InputError(
+            "GIR-Bench cases are a folder (holding prompt/, Zoology/, VisualLogic/ …), not a file", path=root
+        )
+    present = present_tasks(root)
+    wanted = options.task_list or present
+    absent = [t for t in wanted if t not in present]
+    if absent:
+        raise InputError(
+            "asked for task(s) the folder does not hold: " + "; ".join(f"{t} needs {_WHERE[t]}" for t in absent),
+            path=root,
+            field="tasks",
+        )
+    if not wanted:
+        raise InputError(
+            "no GIR-Bench task found; expected " + ", ".join(_WHERE[t] for t in TASKS) + " (task files may sit in prompt/)",
+            path=root,
+        )
+    images = image_root(root)
+    cases: list[GirCase] = []
+    skipped: list[Skipped] = []
+    notes: list[Note] = []
+    for task in wanted:
+        if task == "uni":
+            loaded = _load_uni(root, notes)
+        elif task == "numerical":
+            loaded = [GirCase(task, f"numerical/{c.id}", c) for c in load_numerical_cases(find_task_file(root, NUMERICAL_FILE))]
+        elif task == "spatial":
+            loaded = [GirCase(task, f"spatial/{c.id}", c) for c in load_spatial_cases(find_task_file(root, SPATIAL_FILE))]
+        elif task == "text":
+            loaded = [GirCase(task, f"text/{c.id}", c) for c in load_text_cases(find_task_file(root, TEXT_FILE))]
+        elif task == "puzzle":
+            loaded = [GirCase(task, f"puzzle/{c.id:03d}", c) for c in load_puzzle_cases(images)]
+        elif task == "sudoku":
+            loaded = [GirCase(task, f"sudoku/{c.id}", c) for c in load_visual_logic_cases(images)]
+        else:
+            loaded = _load_perception(root, skipped)
+        for case in loaded:
+            reason = _skip_reason(case, options)
+            if reason:
+                skipped.append(Skipped(case.id, reason))
+            else:
+                cases.append(case)
+    return CaseSet(path=root, cases=cases, skipped=skipped, notes=notes)
+
+
+def case_metrics(case: GirCase) -> list[str]:
+    return ["uni_understanding", "uni_generation"] if case.task == "uni" else [case.task]
+
+
+def _metric_unavailable(case: GirCase, metric: str, options: GirOptions) -> str | None:
+    """Why `metric` is not run for `case` (None: it runs)."""
+    unmet = options.unmet_roles(metric)
+    if unmet:
+        return f"{' and '.join(unmet)} role not bound (skip_roles)"
+    if metric == "uni_generation" and case.prompt is None:
+        return f"no generation prompt for this entity in prompt/{case.category}.json"
+    if metric == "uni_understanding" and case.vqa is None:
+        return "no question: no other entity to draw distractors from"
+    return None
+
+
+def _skip_reason(case: GirCase, options: GirOptions) -> str | None:
+    data = case.data
+    if not isinstance(data, UniCase) and hasattr(data, "image_paths"):
+        gone = missing_images([data])
+        if gone:
+            return "missing image(s): " + ", ".join(str(path) for _, path in gone)
+    reasons = [_metric_unavailable(case, m, options) for m in case_metrics(case)]
+    if all(reasons):
+        return "; ".join(dict.fromkeys(r for r in reasons if r))
+    return None
+
+
+# ---------------------------------------------------------------------------------------------------
+# Scoring functions run by compute nodes (inputs arrive as plain values; images as PIL images)
+
+
+def _detections(raw: Iterable[dict[str, Any]]) -> list[Detection]:
+    return [Detection(label=d["label"], box=tuple(d["box"]), score=float(d["score"])) for d in raw]  # type: ignore[arg-type]
+
+
+def _ocr_lines(raw: Iterable[dict[str, Any]]) -> list[OcrLine]:
+    return [OcrLine(text=d["text"], box=tuple(d["box"]), confidence=float(d["confidence"])) for d in raw]  # type: ignore[arg-type]
+
+
+def score_numerical(truth: dict[str, Any], *, detections: list[dict[str, Any]]) -> dict[str, Any]:
+    """Correct (1) only when every object's detected count equals the expected count."""
+    expected = dict(zip(truth["objects"], truth["number"]))
+    counts = count_labels(_detections(detections), truth["objects"])
+    correct = numerical_case_correct(expected, counts)
+    return {"score": 1.0 if correct else 0.0, "correct": correct, "counts": counts, "expected": expected}
+
+
+def score_spatial(truth: dict[str, Any], *, detections: list[dict[str, Any]]) -> dict[str, Any]:
+    """Correct (1) only when each object is detected once and every relation holds."""
+    relations = [(subject, direction, obj) for subject, direction, obj in truth["relations"]]
+    verdict = spatial_case(_detections(detections), truth["labels"], relations)
+    return {
+        "score": 1.0 if verdict.correct else 0.0,
+        "correct": verdict.correct,
+        "counts": verdict.counts,
+        "all_detected_once": verdict.all_detected_once,
+        "relations": [bool(r) for r in verdict.relations],
+    }
+
+
+def score_text(truth: dict[str, Any], *, lines: list[dict[str, Any]]) -> dict[str, Any]:
+    """Word-level continuous substring score of the OCR text (confidence > 0.5) against the target."""
+    read = join_ocr_text(_ocr_lines(lines))
+    return {"score": word_continuous_score(truth["text"], read), "read": read, "normalized": normalize_text(read)}
+
+
+def score_similarity(truth: dict[str, Any], *, generated: list[float], **references: list[float]) -> dict[str, Any]:
+    """Mean cosine similarity of the generated image's features to each reference's."""
+    refs = np.array([references[name] for name in sorted(references)], dtype=np.float64)
+    return {"score": mean_cosine_similarity(np.array(generated, dtype=np.float64), refs), "references": len(refs)}
+
+
+def score_perception(truth: dict[str, Any], files: dict[str, str], *, edited: Image.Image) -> dict[str, Any]:
+    """IoU at 512 px between the green region of the edit and the ground-truth mask."""
+    with Image.open(files["mask"]) as mask, Image.open(files["image"]) as original:
+        result = reasoning_perception_iou(edited, mask.copy(), original.convert("RGB"))
+    return {"score": result.iou, "method": result.method, "predicted_px": result.predicted_px, "target_px": result.target_px}
+
+
+def _read_grid(lines: list[dict[str, Any]], size: int, image_size: Sequence[int], what: str) -> list[list[int]]:
+    try:
+        return digits_to_grid(_ocr_lines(lines), size, grid_box=(0.0, 0.0, float(image_size[0]), float(image_size[1])))
+    except ValueError as exc:
+        raise InputError(f"cannot read the {what} image back into a grid: {exc}") from None
+
+
+def score_sudoku(
+    truth: dict[str, Any],
+    *,
+    edited: Image.Image,
+    lines: list[dict[str, Any]],
+    question_lines: list[dict[str, Any]] | None = None,
+    answer_lines: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """Correctly filled empty cells / (empty cells + overwritten givens), digits placed by OCR position.
+
+    Givens and solution come from the case file when it has them, else from OCR of the question and
+    answer images (as the official scorer does); an answer image with unread cells is an input error.
+    """
+    size = truth["grid_size"]
+    grid = truth.get("grid") or _read_grid(question_lines or [], size, truth["question_size"], "question")
+    solution = truth.get("solution") or _read_grid(answer_lines or [], size, truth["answer_size"], "answer")
+    unread = [(r, c) for r in range(size) for c in range(size) if solution[r][c] == 0]
+    if unread:
+        raise InputError(f"the answer image was read without digits in cells (row, col) {unread}")
+    score = sudoku_accuracy(_ocr_lines(lines), grid, solution, grid_box=(0.0, 0.0, float(edited.width), float(edited.height)))
+    return {
+        "score": score.accuracy,
+        "correct": score.correct,
+        "empty_cells": score.empty_cells,
+        "wrong_givens": score.wrong_givens,
+        "unplaced_digits": score.unplaced_digits,
+        "conflicting_cells": score.conflicting_cells,
+    }
+
+
+def _score_node(
+    g: Graph,
+    id: str,
+    fn: Callable[..., Any],
+    truth: dict[str, Any],
+    *,
+    version: str,
+    files: dict[str, Path] | None = None,
+    **inputs: Ref,
+) -> Ref:
+    """A compute node whose case data enters its cache key.
+
+    `Graph.compute` keys a node by function name, version and inputs only, so two cases with the
+    same detections but different ground truths would share a result. The truth is therefore bound
+    to the function and also written into the node's params (which are hashed); case files enter by
+    content hash, their paths under a ``_`` key (not hashed, so a moved dataset keeps its cache).
+    """
+    files = files or {}
+    bound = partial(fn, truth, {k: str(v) for k, v in files.items()}) if files else partial(fn, truth)
+    ref = g.compute(id, bound, version=version, **inputs)
+    g.nodes[ref.node].params = {
+        "fn": f"{fn.__module__}.{fn.__qualname__}",
+        "truth": truth,
+        "files_sha256": {name: _file_sha256(path) for name, path in sorted(files.items())},
+        "_files": {name: str(path) for name, path in sorted(files.items())},
+    }
+    return ref
+
+
+# ---------------------------------------------------------------------------------------------------
+# Records
+
+
+def _first_failure(outcomes: dict[str, Outcome], nodes: Iterable[str]) -> dict[str, Any] | None:
+    for nid in nodes:
+        outcome = outcomes.get(nid)
+        if outcome is not None and outcome.failure is not None:
+            return {"node": nid, "kind": outcome.failure.kind, "message": outcome.failure.message}
+    return None
+
+
+def _entry(outcomes: dict[str, Outcome], score_node: str, related: Sequence[str]) -> dict[str, Any]:
+    """A metric's record entry from its scoring node; a failure anywhere upstream is named, not scored."""
+    outcome = outcomes[score_node]
+    if outcome.ok:
+        detail = dict(outcome.value)
+        return {"status": "scored", "value": float(detail.pop("score")), "detail": detail}
+    if outcome.status == "skipped":
+        return {"status": "skipped", "reason": "an input node was skipped"}
+    failure = _first_failure(outcomes, [*related, score_node]) or {"node": score_node, "kind": "internal", "message": outcome.status}
+    return {"status": "failed", "failure": failure["kind"], "node": failure["node"], "message": failure["message"]}
+
+
+def _image_sha(outcomes: dict[str, Outcome], node: str) -> str | None:
+    outcome = outcomes.get(node)
+    image = outcome.image if outcome is not None else None
+    return image.sha256 if image is not None else None
+
+
+# ---------------------------------------------------------------------------------------------------
+# Summary helpers
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return float(np.mean(values)) if values else None
+
+
+def puzzle_score(entries: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """exp(-FD/60) of the Fréchet distance between output and solution features, over the whole set."""
+    pairs = [e["features"] for e in entries if e["status"] == "scored"]
+    if len(pairs) < 2:
+        return {"score": None, "fid": None, "note": "the Fréchet distance needs features of at least 2 scored cases"}
+    outputs = np.array([p["output"] for p in pairs], dtype=np.float64)
+    solutions = np.array([p["solution"] for p in pairs], dtype=np.float64)
+    try:
+        with warnings.catch_warnings():
+            # fewer cases than feature dimensions make the covariances singular; the metric then
+            # retries with a small diagonal offset, so scipy's warning says nothing new
+            warnings.simplefilter("ignore", linalg.LinAlgWarning)
+            fid = frechet_distance_between(outputs, solutions)
+    except ValueError as exc:
+        return {"score": None, "fid": None, "note": f"Fréchet distance failed: {exc}"}
+    return {"score": normalized_fid(fid), "fid": fid, "note": None}
+
+
+def _metric_summary(metric: str, entries: list[dict[str, Any]], options: GirOptions) -> dict[str, Any]:
+    scored = [e for e in entries if e["status"] == "scored"]
+    failed = [e for e in entries if e["status"] == "failed"]
+    skipped = [e for e in entries if e["status"] == "skipped"]
+    out: dict[str, Any] = {
+        "score": None,
+        "cases": len(entries),
+        "scored": len(scored),
+        "failed": len(failed),
+        "failures": dict(sorted(Counter(e["failure"] for e in failed).items())),
+        "skipped": len(skipped),
+        "skip_reasons": dict(sorted(Counter(e["reason"] for e in skipped).items())),
+        "note": None,
+    }
+    if metric == "puzzle":
+        result = puzzle_score(entries)
+        out.update(score=result["score"], fid=result["fid"], note=result["note"] if scored else None)
+    elif metric.startswith("uni_"):
+        by_category: dict[str, list[float]] = defaultdict(list)
+        for e in scored:
+            by_category[e["category"]].append(e["value"])
+        out["categories"] = {c: _mean(by_category[c]) for c in UNI_CATEGORIES}
+        present = [v for v in out["categories"].values() if v is not None]
+        out["score"] = _mean(present)  # the paper's Overall: the mean of the category scores
+    else:
+        out["score"] = _mean([e["value"] for e in scored])
+    if not entries:
+        unmet = options.unmet_roles(metric)
+        if options.task_list and METRIC_TASK[metric] not in options.task_list:
+            out["note"] = "not selected (--option tasks)"
+        elif unmet:
+            out["note"] = f"not run: {' and '.join(unmet)} role not bound (skip_roles)"
+        else:
+            out["note"] = "no cases"
+    elif not scored and out["note"] is None:
+        if len(skipped) == len(entries):
+            out["note"] = "not run: " + "; ".join(out["skip_reasons"])
+        else:
+            out["note"] = "no case could be scored"
+    return out
+
+
+def _group_overall(metrics: dict[str, dict[str, Any]], keys: Sequence[str]) -> float | None:
+    """The paper's group Overall, only when every metric of the group has a score (else not comparable)."""
+    values = [metrics[k]["score"] for k in keys]
+    return None if any(v is None for v in values) else float(np.mean(values))
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value)
+
+
+# ---------------------------------------------------------------------------------------------------
+# The protocol
+
+
+class GirBench(Protocol[GirCase]):
+    name = "girbench"
+    title = "GIR-Bench: reasoning-centric generation and editing"
+    roles = ALL_ROLES
+    Options = GirOptions
+
+    def bundled_cases(self) -> Path:
+        from umni_cases import bundled
+
+        return bundled("girbench")
+
+    def adapt(self, options: BaseModel, bound_roles: Iterable[str]) -> GirOptions:
+        """The options with every role this run leaves unbound added to ``skip_roles``.
+
+        `build` cannot see the bindings, so a run that lacks, say, a detector would fail graph
+        validation. Calling this before `load` (with the bound role names) turns that into counted,
+        stated skips instead.
+        """
+        opts = _options(options)
+        bound = set(bound_roles)
+        missing = {role for role in ALL_ROLES if role not in bound}
+        return GirOptions(tasks=opts.tasks, skip_roles=",".join(sorted(opts.skipped_roles | missing)))
+
+    def load(self, path: Path, options: BaseModel) -> CaseSet[GirCase]:
+        return load_tasks(Path(path), _options(options))
+
+    def case_id(self, case: GirCase) -> str:
+        return case.id
+
+    # ------------------------------------------------------------------------------ graphs
+    def build(self, case: GirCase, options: BaseModel) -> Graph:
+        opts = _options(options)
+        g = Graph(case.id)
+        data = case.data
+        if isinstance(data, UniCase):
+            self._build_uni(g, case, opts)
+        elif isinstance(data, NumericalCase):
+            image = g.generate("image", [data.prompt])
+            found = g.tool("detect", DETECT, image, labels=list(data.task.objects))
+            truth = {"objects": list(data.task.objects), "number": list(data.task.number)}
+            _score_node(g, "score", score_numerical, truth, version="1", detections=found)
+        elif isinstance(data, SpatialCase):
+            image = g.generate("image", [data.prompt])
+            found = g.tool("detect", DETECT, image, labels=data.labels)
+            truth = {"labels": data.labels, "relations": [list(r) for r in data.relations]}
+            _score_node(g, "score", score_spatial, truth, version="1", detections=found)
+        elif isinstance(data, TextCase):
+            image = g.generate("image", [data.prompt])
+            lines = g.tool("ocr", OCR, image)
+            _score_node(g, "score", score_text, {"text": data.text}, version="1", lines=lines)
+        elif isinstance(data, PuzzleCase):
+            image = g.edit("image", ImageFile(data.question_image), PUZZLE_INSTRUCTION)
+            g.tool("embed/output", EMBED, image)
+            g.tool("embed/solution", EMBED, ImageFile(data.solution_image))
+        elif isinstance(data, VisualLogicCase):
+            self._build_sudoku(g, data)
+        elif isinstance(data, PerceptionCase):
+            assert case.prompt is not None
+            image = g.edit("image", ImageFile(data.image), PERCEPTION_INSTRUCTION.format(target=case.prompt))
+            files = {"mask": data.mask, "image": data.image}
+            _score_node(g, "score", score_perception, {}, version="1", files=files, edited=image)
+        return g
+
+    def _build_uni(self, g: Graph, case: GirCase, opts: GirOptions) -> None:
+        data: UniCase = case.data
+        if _metric_unavailable(case, "uni_generation", opts) is None:
+            image = g.generate("image", [case.prompt or ""])
+            generated = g.tool("embed/image", EMBED, image)
+            refs = {f"ref_{i:03d}": g.tool(f"embed/ref/{i}", EMBED, ImageFile(p)) for i, p in enumerate(data.references)}
+            _score_node(g, "similarity", score_similarity, {}, version="1", generated=generated, **refs)
+        if _metric_unavailable(case, "uni_understanding", opts) is None:
+            assert case.vqa is not None
+            g.answer("vqa", [ImageFile(case.vqa.image), case.vqa.question], list(case.vqa.options))
+
+    def _build_sudoku(self, g: Graph, data: VisualLogicCase) -> None:
+        spec = data.spec
+        image = g.edit("image", ImageFile(data.question_image), SUDOKU_INSTRUCTION.format(n=spec.grid_size))
+        lines = g.tool("ocr", OCR, image)
+        truth: dict[str, Any] = {"grid_size": spec.grid_size, "grid": spec.grid, "solution": spec.solution}
+        inputs: dict[str, Ref] = {"edited": image, "lines": lines}
+        if spec.grid is None:
+            with Image.open(data.question_image) as im:
+                truth["question_size"] = list(im.size)
+            inputs["question_lines"] = g.tool("ocr/question", OCR, ImageFile(data.question_image))
+        if spec.solution is None:
+            with Image.open(data.answer_image) as im:
+                truth["answer_size"] = list(im.size)
+            inputs["answer_lines"] = g.tool("ocr/answer", OCR, ImageFile(data.answer_image))
+        _score_node(g, "score", score_sudoku, truth, version="1", **inputs)
+
+    # ------------------------------------------------------------------------------ records
+    def record(self, case: GirCase, outcomes: dict[str, Outcome], options: BaseModel) -> dict[str, Any]:
+        opts = _options(options)
+        data = case.data
+        rec: dict[str, Any] = {"case_id": case.id, "task": case.task, "source_id": str(data.id)}
+        metrics: dict[str, Any] = {}
+        if isinstance(data, UniCase):
+            rec.update(category=data.category, entity=data.display_name, prompt=case.prompt)
+            metrics["uni_understanding"] = self._vqa_entry(case, outcomes, opts)
+            reason = _metric_unavailable(case, "uni_generation", opts)
+            if reason is None:
+                related = ["image", "embed/image", *(f"embed/ref/{i}" for i in range(len(data.references)))]
+                metrics["uni_generation"] = _entry(outcomes, "similarity", related)
+            else:
+                metrics["uni_generation"] = {"status": "skipped", "reason": reason}
+            for entry in metrics.values():
+                entry["category"] = data.category
+        elif isinstance(data, PuzzleCase):
+            rec["instruction"] = PUZZLE_INSTRUCTION
+            metrics["puzzle"] = self._puzzle_entry(outcomes)
+        else:
+            rec["prompt" if case.task in T2I_METRICS else "instruction"] = self._text_of(case)
+            related = [nid for nid in ("image", "detect", "ocr", "ocr/question", "ocr/answer") if nid in outcomes]
+            metrics[case.task] = _entry(outcomes, "score", related)
+            if isinstance(data, TextCase):
+                rec["target_text"] = data.text
+        rec["image"] = _image_sha(outcomes, "image")
+        rec["metrics"] = metrics
+        rec["nodes"] = node_status(outcomes)
+        return rec
+
+    @staticmethod
+    def _text_of(case: GirCase) -> str:
+        data = case.data
+        if isinstance(data, VisualLogicCase):
+            return SUDOKU_INSTRUCTION.format(n=data.spec.grid_size)
+        if isinstance(data, PerceptionCase):
+            return PERCEPTION_INSTRUCTION.format(target=case.prompt)
+        return data.prompt
+
+    @staticmethod
+    def _vqa_entry(case: GirCase, outcomes: dict[str, Outcome], opts: GirOptions) -> dict[str, Any]:
+        reason = _metric_unavailable(case, "uni_understanding", opts)
+        if reason is not None:
+            return {"status": "skipped", "reason": reason}
+        assert case.vqa is not None
+        outcome = outcomes["vqa"]
+        if not outcome.ok or outcome.output is None:
+            failure = _first_failure(outcomes, ["vqa"]) or {"kind": outcome.status, "message": outcome.status}
+            return {"status": "failed", "failure": failure["kind"], "node": "vqa", "message": failure["message"]}
+        predicted = int(outcome.output["index"])
+        detail = {
+            "question": case.vqa.question,
+            "options": list(case.vqa.options),
+            "answer": case.vqa.answer,
+            "predicted": predicted,
+            "mode": outcome.output.get("mode"),
+            "reference": case.vqa.image.name,
+        }
+        return {"status": "scored", "value": 1.0 if predicted == case.vqa.answer else 0.0, "detail": detail}
+
+    @staticmethod
+    def _puzzle_entry(outcomes: dict[str, Outcome]) -> dict[str, Any]:
+        output, solution = outcomes["embed/output"], outcomes["embed/solution"]
+        if output.ok and solution.ok:
+            return {"status": "scored", "value": None, "features": {"output": output.value, "solution": solution.value}}
+        failure = _first_failure(outcomes, ["image", "embed/output", "embed/solution"])
+        if failure is None:
+            return {"status": "skipped", "reason": "an input node was skipped"}
+        return {"status": "failed", "failure": failure["kind"], "node": failure["node"], "message": failure["message"]}
+
+    # ------------------------------------------------------------------------------ summary
+    def summarize(self, records: list[dict[str, Any]], options: BaseModel) -> dict[str, Any]:
+        opts = _options(options)
+        by_metric: dict[str, list[dict[str, Any]]] = {key: [] for key, _, _ in METRICS}
+        for record in records:
+            for key, entry in record.get("metrics", {}).items():
+                by_metric.setdefault(key, []).append(entry)
+        metrics = {key: _metric_summary(key, by_metric[key], opts) for key, _, _ in METRICS}
+        scored = [key for key, _, _ in METRICS if metrics[key]["score"] is not None]
+        und, gen = metrics["uni_understanding"], metrics["uni_generation"]
+        return {
+            "uni": {
+                "understanding": {**und["categories"], "overall": und["score"]},
+                "generation": {**gen["categories"], "overall": gen["score"]},
+            },
+            "t2i": {**{k: metrics[k]["score"] for k in T2I_METRICS}, "overall": _group_overall(metrics, T2I_METRICS)},
+            "edit": {**{k: metrics[k]["score"] for k in EDIT_METRICS}, "overall": _group_overall(metrics, EDIT_METRICS)},
+            "overall": _mean([metrics[k]["score"] for k in scored]),
+            "overall_of": scored,
+            "puzzle_fid": metrics["puzzle"].get("fid"),
+            "metrics": metrics,
+            "failed_cases": sum(m["failed"] for m in metrics.values()),
+            "skip_roles": sorted(opts.skipped_roles),
+        }
+
+    def tables(self, summary: dict[str, Any]) -> list[tuple[str, list[str], list[list[Any]]]]:
+        s = summary["scores"]
+        uni_rows = [
+            [side.capitalize(), *(s["uni"][side][c] for c in UNI_CATEGORIES), s["uni"][side]["overall"]]
+            for side in ("understanding", "generation")
+        ]
+        main_row = [*(s["t2i"][k] for k in T2I_METRICS), s["t2i"]["overall"], *(s["edit"][k] for k in EDIT_METRICS), s["edit"]["overall"]]
+        main_header = [*(METRIC_TITLES[k] for k in T2I_METRICS), "T2I Overall", *(METRIC_TITLES[k] for k in EDIT_METRICS), "Edit Overall"]
+        detail_rows = [
+            [METRIC_TITLES[key], m["score"], m["scored"], m["failed"], m["skipped"], m["note"] or ""]
+            for key, m in ((k, s["metrics"][k]) for k in METRIC_TITLES if k in s["metrics"])
+        ]
+        return [
+            ("GIR-Bench-Uni (understanding: VQA accuracy; generation: feature similarity)", ["Side", *UNI_CATEGORIES, "Overall"], uni_rows),
+            ("GIR-Bench-T2I and GIR-Bench-Edit", main_header, [main_row]),
+            (
+                f"Cases per metric (overall over scored metrics: {_fmt(s['overall'])})",
+                ["Metric", "Score", "Scored", "Failed", "Skipped", "Note"],
+                detail_rows,
+            ),
+        ]
+
+    def views(self, record: dict[str, Any]) -> list[View]:
+        views = []
+        metrics = record.get("metrics", {})
+        for key, entry in sorted(metrics.items(), key=lambda item: list(METRIC_TITLES).index(item[0]) if item[0] in METRIC_TITLES else 99):
+            rows: list[tuple[str, str]] = []
+            for field in ("prompt", "instruction", "target_text", "entity"):
+                if record.get(field):
+                    rows.append((field.replace("_", " "), str(record[field])))
+            verdict: bool | None = None
+            if entry["status"] == "scored":
+                if entry.get("value") is not None:
+                    rows.append(("score", _fmt(entry["value"])))
+                    verdict = entry["value"] >= 0.5
+                for name, value in (entry.get("detail") or {}).items():
+                    rows.append((name.replace("_", " "), _fmt(value)))
+                if "features" in entry:
+                    rows.append(("features", f"{len(entry['features']['output'])}-d, scored over the whole set"))
+            elif entry["status"] == "failed":
+                rows.append(("failed", f"{entry['failure']} at node {entry.get('node')}: {entry.get('message', '')}"))
+            else:
+                rows.append(("not run", entry.get("reason", "")))
+            image = record.get("image") if key != "uni_understanding" else None
+            views.append(View(METRIC_TITLES.get(key, key), image, rows, verdict))
+        return views
+
+
+PROTOCOL = GirBench()
