@@ -262,6 +262,9 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as exc:
         print(f"umni: error: {exc.describe()}", file=sys.stderr)
         return EXIT_INPUT
+    except BrokenPipeError:  # output piped into `head` and the like
+        sys.stderr.close()
+        return EXIT_OK
     except KeyboardInterrupt:
         print("umni: interrupted; run the same command again to resume", file=sys.stderr)
         return EXIT_INCOMPLETE

@@ -3,7 +3,8 @@
 Each protocol's `scores` nest one level: scalar scores form the main table, each dict of scores
 (stages, questions, domains, dimensions, tasks …) its own table. Runs of one protocol with
 different options (UmniBench's single-ability modes, say) go in separate tables. Failure counts
-stand beside the scores in the main table, so a high score with many failures is visible as such.
+stand beside the scores in the main table, so a high score with many failures is visible as such, and so does the pinned judge
+of judged protocols.
 """
 
 from __future__ import annotations
@@ -73,6 +74,17 @@ def find_summaries(paths: Iterable[Path]) -> list[dict[str, Any]]:
     return found
 
 
+def _flatten(value: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Scalar leaves of a nested score dict, keyed `outer/inner` (AEGIS task × domain group, say)."""
+    flat: dict[str, Any] = {}
+    for key, item in value.items():
+        if isinstance(item, dict):
+            flat.update(_flatten(item, f"{prefix}{key}/"))
+        elif not isinstance(item, list):
+            flat[f"{prefix}{key}"] = item
+    return flat
+
+
 def _option_tag(options: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in sorted(options.items()))
 
@@ -90,8 +102,8 @@ def build_tables(summaries: list[dict[str, Any]]) -> list[Table]:
             for key, value in s["scores"].items():
                 if isinstance(value, dict):
                     cols = nested.setdefault(key, [])
-                    cols += [c for c in value if c not in cols and not isinstance(value[c], (dict, list))]
-                elif isinstance(value, (int, float, str)) and not isinstance(value, bool) or value is None:
+                    cols += [c for c in _flatten(value) if c not in cols]
+                elif key == "judge" or isinstance(value, (int, float)) and not isinstance(value, bool) or value is None:
                     if key not in main_cols:
                         main_cols.append(key)
         failure_cols = ["cases", "failed nodes", "parse failures", "skipped cases"]
@@ -105,7 +117,7 @@ def build_tables(summaries: list[dict[str, Any]]) -> list[Table]:
         for key, cols in nested.items():
             table = Table(f"{prefix} · {key}", cols)
             for s in members:
-                values = s["scores"].get(key) or {}
+                values = _flatten(s["scores"].get(key) or {})
                 table.rows.append((run_label(s), [values.get(c) for c in cols]))
             tables.append(table)
     return tables
