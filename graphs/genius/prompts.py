@@ -16,6 +16,9 @@ Judge prompts are umni's own wording of the official rubrics. Each ends with an 
 heading followed by one template line ``Label: <a-b>`` (what the offline reference backend fills);
 `parse_judge_answer` reads the label case-insensitively with ``:`` or ``：`` and raises
 `ParseFailure` / `InvalidAnswer` instead of ever returning a made-up 0.
+
+The last sections hold the texts of the inference-time strategies (pre-planning, post-reflection
+feedback, hints given as input) and the VQA probe with its deterministic choice of distractors.
 """
 
 from __future__ import annotations

@@ -12,7 +12,8 @@ its judge nodes. The rules, and where they come from:
   an unreadable answer 0; umni retries upstream and then reports it).
 * Visual Consistency: one judgement per vc_hint. The copy check comes first: if the output is a copy
   of that hint's reference image, the hint scores 0 without looking at its rounds. The item's VC is
-  the mean of its hints' marks (not rounded again).
+  the mean of its hints' marks (not rounded again). `pixel_copy` is the deterministic half of the
+  check (exact pixel identity); the protocol combines it with the judge's ``Copy`` rounds.
 * A missing output image scores 0 on every metric that applies (official behaviour, kept), and is
   also counted under ``missing_outputs`` so the gap stays visible.
 * Marks are scaled ×50 (0-100). Averages across dimensions are data-weighted: every item counts once,
