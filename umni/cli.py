@@ -43,6 +43,7 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--option", action="append", default=[], type=_key_value, metavar="KEY=VALUE", help="protocol option (repeatable)")
     p.add_argument("--max-attempts", type=int, default=5, help="tries per call for retryable errors")
     p.add_argument("--retry-budget", type=float, default=600.0, help="seconds one call may spend retrying")
+    p.add_argument("--call-timeout", type=float, default=3600.0, help="seconds one attempt may take before it is retried")
     p.add_argument("--prices", type=Path, help="price table (YAML) for an estimated cost (default: $UMNI_PRICES)")
     p.add_argument("--quiet", action="store_true", help="no live progress display")
 
@@ -108,7 +109,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         concurrency=args.concurrency,
         seed=args.seed,
         options=dict(args.option),
-        retry=RetryPolicy(max_attempts=args.max_attempts, budget_seconds=args.retry_budget),
+        retry=RetryPolicy(max_attempts=args.max_attempts, budget_seconds=args.retry_budget, attempt_timeout=args.call_timeout),
         progress=False if args.quiet else None,
         prices=args.prices,
     )

@@ -53,6 +53,8 @@ class RetryPolicy:
     max_wait: float = 60.0
     jitter: float = 1.0
     parse_retries: int = 2
+    #: Longest one attempt may take before it counts as a (retryable) failure; None: no limit.
+    attempt_timeout: float | None = 3600.0
 
     def wait(self, state: RetryCallState) -> float:
         exc = state.outcome.exception() if state.outcome else None
@@ -438,12 +440,21 @@ class Runner:
                 self.stats.calls[role] += 1
                 if attempt.retry_state.attempt_number > 1:
                     self.progress.bump("retrying", -1)
-                reply = await fn()
+                reply = await self._attempt(fn)
                 usage = getattr(reply, "usage", None)
                 if isinstance(usage, Usage):
                     self.stats.add_usage(role, usage)
                 return reply
         raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _attempt(self, fn: Callable[[], Awaitable[Any]]) -> Any:
+        if self.retry.attempt_timeout is None:
+            return await fn()
+        try:
+            with anyio.fail_after(self.retry.attempt_timeout):
+                return await fn()
+        except TimeoutError:
+            raise BackendError(f"no answer within {self.retry.attempt_timeout:g} s", retryable=True) from None
 
     def _seed(self, node: Node, extra: int = 0) -> int:
         return (self.seed * 1_000_003 + node.repeat * 1009 + extra) % (2**31)
