@@ -230,8 +230,7 @@ def cmd_cases(args: argparse.Namespace) -> int:
 
     protocol = get_protocol(args.protocol)
     if args.cases_command == "schema":
-        case_type = protocol.__orig_bases__[0].__args__[0]  # type: ignore[attr-defined]
-        print(json.dumps(case_type.model_json_schema(), indent=2))
+        print(json.dumps(protocol.case_schema(), indent=2))
         return EXIT_OK
     options = protocol.parse_options({})
     path = args.path or protocol.bundled_cases()

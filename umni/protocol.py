@@ -99,6 +99,11 @@ class Protocol(ABC, Generic[CaseT]):
         """How a case record appears in the HTML report."""
         return []
 
+    def case_schema(self) -> dict[str, Any]:
+        """JSON Schema of one case record as it appears in the protocol's case files."""
+        case_type = type(self).__orig_bases__[0].__args__[0]  # type: ignore[attr-defined]
+        return case_type.model_json_schema()
+
     def adapt(self, options: BaseModel, bound_roles: set[str]) -> BaseModel:
         """Options adjusted to the roles the run binds (e.g. skip tasks whose tool role is unbound).
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 from umni.errors import InputError
 from umni.graph import Graph
@@ -137,6 +137,10 @@ class Wise(Protocol[WiseCase]):
     title = "WISE world-knowledge text-to-image"
     roles = (GENERATE, JUDGE)
     Options = WiseOptions
+
+    def case_schema(self) -> dict[str, Any]:
+        """A WISE file is a JSON list of prompt records."""
+        return TypeAdapter(list[WisePrompt]).json_schema()
 
     def bundled_cases(self) -> Path:
         from umni_cases import bundled
