@@ -97,6 +97,22 @@ class BlobStore:
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
+        self._verified: dict[str, tuple[int, int]] = {}  # sha -> (mtime_ns, size) of the file checked
+
+    def verify(self, sha256: str) -> bool:
+        """Whether the blob exists and its bytes hash to its name (checked once per file version)."""
+        path = self.path(sha256)
+        try:
+            stat = path.stat()
+        except FileNotFoundError:
+            return False
+        version = (stat.st_mtime_ns, stat.st_size)
+        if self._verified.get(sha256) == version:
+            return True
+        if hashlib.sha256(path.read_bytes()).hexdigest() != sha256:
+            return False
+        self._verified[sha256] = version
+        return True
 
     def path(self, sha256: str) -> Path:
         return self.root / sha256[:2] / f"{sha256}.png"
@@ -104,7 +120,7 @@ class BlobStore:
     def put_png(self, data: bytes, width: int, height: int) -> ImageRef:
         sha = hashlib.sha256(data).hexdigest()
         target = self.path(sha)
-        if not target.exists():
+        if not self.verify(sha):  # absent, or damaged by a crash or a disk: (re)write it
             _atomic_write(target, data)
         return ImageRef(sha256=sha, width=width, height=height)
 

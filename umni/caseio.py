@@ -1,12 +1,15 @@
 """Reading case files record by record, with errors that name file, line or record, and field.
 
 Every record is checked and every problem collected, so a user fixes a file in one pass; nothing
-runs until the whole file is valid.
+runs until the whole file is valid. Two layouts exist: JSON Lines (`read_jsonl`, one record a line,
+problems named by line) and a JSON list of records (`read_json_records`, problems named by the
+record's position and id), which is how most published benchmarks ship their cases.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -16,12 +19,178 @@ from .errors import InputError, InputErrors
 
 M = TypeVar("M", bound=BaseModel)
 
+#: A problem a loader hook found in one record: (field or None for the whole record, message).
+Problem = tuple[str | None, str]
+#: Repairs a raw record before validation: (record to validate, problems it could not repair).
+Prepare = Callable[[dict[str, Any]], tuple[dict[str, Any], Iterable[Problem]]]
+#: Checks a (repaired) raw record beyond what the model validates, e.g. where its paths point.
+Check = Callable[[dict[str, Any]], Iterable[Problem]]
+#: Names a record in messages from its position and raw value.
+Label = Callable[[int, Any], str]
+
+
+# --------------------------------------------------------------------------------------- files
+
+
+def read_text(path: Path) -> str:
+    """A case file's text; a missing or unreadable file is the user's to fix, so say which."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError("file not found", path=path) from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", path=path) from None
+    except OSError as exc:
+        raise InputError(f"cannot read the file: {exc}", path=path) from None
+
+
+def read_json(path: Path) -> Any:
+    """Parse a JSON file; a malformed one names the line where parsing stopped."""
+    text = read_text(path)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"not valid JSON: {exc.msg}", path=path, line=exc.lineno) from None
+    except RecursionError:
+        # json gives up on nesting deeper than Python's recursion limit; still a file problem
+        raise InputError("not valid JSON: nested too deeply to read", path=path) from None
+
+
+# ------------------------------------------------------------------------------------ messages
+
 
 def validation_errors(exc: ValidationError, *, path: Path, record: str | int | None, line: int | None = None) -> list[InputError]:
+    """One InputError per pydantic error, the field spelt as a dotted path (``questions.0.options``)."""
     return [
         InputError(error["msg"], path=path, record=record, line=line, field=".".join(str(p) for p in error["loc"]) or None)
         for error in exc.errors()
     ]
+
+
+def field_path(loc: Iterable[str | int]) -> str:
+    """Pydantic's error location as the path a user would look for: ``task.objects[2]``.
+
+    Pydantic also puts the name of each union branch it tried into the location
+    (``list[constrained-str]``); those are not fields a user can find in the file, so they are left out.
+    """
+    out = ""
+    for part in loc:
+        if isinstance(part, int) or str(part).isdigit():
+            out += f"[{part}]"
+        elif "[" in part or "-" in part:
+            continue
+        else:
+            out += ("." if out else "") + str(part)
+    return out
+
+
+def field_errors(exc: ValidationError, *, path: str | Path, record: str | int | None) -> list[InputError]:
+    """One InputError per field in error (``task.objects[2]``); a union's per-branch complaints about
+    one field are joined into one message ("should be a valid string; or a valid list")."""
+    by_field: dict[str, list[str]] = {}
+    for err in exc.errors():
+        message = "required field is missing" if err["type"] == "missing" else err["msg"].removeprefix("Value error, ")
+        messages = by_field.setdefault(field_path(err["loc"]), [])
+        if message not in messages:
+            messages.append(message)
+    return [
+        InputError("; or ".join(messages), path=path, record=record, field=field or None)
+        for field, messages in by_field.items()
+    ]
+
+
+def raise_if_any(errors: list[InputError]) -> None:
+    """Raise the one problem as itself, several as InputErrors, none as nothing."""
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        raise InputErrors(errors)
+
+
+def record_label(index: int, raw: Any, *, id_field: str = "id") -> str:
+    """How a record of a JSON list is named: its position, and its id when it has one ("3 (id 7)")."""
+    value = raw.get(id_field) if isinstance(raw, dict) else None
+    if value is None or isinstance(value, (dict, list)):
+        return str(index)
+    return f"{index} ({id_field} {value})"
+
+
+# ------------------------------------------------------------------------------------- records
+
+
+def read_json_records(
+    path: str | Path,
+    model: type[M],
+    *,
+    id_field: str = "id",
+    label: Label | None = None,
+    prepare: Prepare | None = None,
+    check: Check | None = None,
+    allow_empty: bool = False,
+) -> list[M]:
+    """Validate a JSON file holding a list of records against `model`; see `validate_records`."""
+    path = Path(path)
+    return validate_records(
+        read_json(path), model, path=path, id_field=id_field, label=label, prepare=prepare, check=check, allow_empty=allow_empty
+    )
+
+
+def validate_records(
+    data: Any,
+    model: type[M],
+    *,
+    path: str | Path,
+    id_field: str = "id",
+    label: Label | None = None,
+    prepare: Prepare | None = None,
+    check: Check | None = None,
+    allow_empty: bool = False,
+) -> list[M]:
+    """One `model` per record of the decoded list `data`; values of `id_field` must be unique.
+
+    `label(index, raw)` names a record in messages (default: `record_label`). `prepare` repairs a raw
+    record before validation and says what it could not repair; `check` looks at the repaired record
+    for problems the model cannot see (where a path points). Both run whether or not the model then
+    accepts the record, so one pass shows every kind of problem; any problem rejects the record.
+    Raises InputErrors naming file, record and field of every problem.
+    """
+    path = Path(path)
+    if not isinstance(data, list):
+        raise InputError(f"expected a JSON list of records, found {type(data).__name__}", path=path)
+    if not data and not allow_empty:
+        raise InputError("the file holds no records", path=path)
+    records: list[M] = []
+    errors: list[InputError] = []
+    first_label: dict[Any, str] = {}
+    for index, raw in enumerate(data):
+        where = label(index, raw) if label else record_label(index, raw, id_field=id_field)
+        if not isinstance(raw, dict):
+            errors.append(InputError(f"expected an object, found {type(raw).__name__}", path=path, record=where))
+            continue
+        problems: list[Problem] = []
+        if prepare is not None:
+            raw, repaired = prepare(raw)
+            problems += repaired
+        if check is not None:
+            problems += check(raw)
+        errors += [InputError(message, path=path, record=where, field=field) for field, message in problems]
+        try:
+            item = model.model_validate(raw)
+        except ValidationError as exc:
+            errors += field_errors(exc, path=path, record=where)
+            continue
+        if problems:
+            continue
+        key = getattr(item, id_field)
+        if key in first_label:
+            message = f"duplicate {id_field} {key!r}, first used by record {first_label[key]}"
+            errors.append(InputError(message, path=path, record=where, field=id_field))
+            continue
+        first_label[key] = where
+        records.append(item)
+    if errors:
+        raise InputErrors(errors)
+    return records
 
 
 def read_jsonl(path: Path, model: type[M], *, id_field: str = "id") -> list[M]:
@@ -29,10 +198,7 @@ def read_jsonl(path: Path, model: type[M], *, id_field: str = "id") -> list[M]:
     errors: list[InputError] = []
     records: list[M] = []
     seen: dict[str, int] = {}
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text ({exc.reason})", path=path) from None
+    text = read_text(path)
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
@@ -40,6 +206,9 @@ def read_jsonl(path: Path, model: type[M], *, id_field: str = "id") -> list[M]:
             raw: Any = json.loads(line)
         except json.JSONDecodeError as exc:
             errors.append(InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", path=path, line=number))
+            continue
+        except RecursionError:
+            errors.append(InputError("invalid JSON: nested too deeply to read", path=path, line=number))
             continue
         record_id = raw.get(id_field) if isinstance(raw, dict) else None
         label = record_id if isinstance(record_id, (str, int)) else None

@@ -7,6 +7,7 @@ disk without a server and stays small. All model and case text is HTML-escaped b
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 from pathlib import Path
@@ -25,10 +26,12 @@ _env = Environment(loader=PackageLoader("umni", "templates"), autoescape=select_
 
 def export_image(out: Path, sha: str, blobs: BlobStore) -> str | None:
     """Copy one image next to the report (hard link when possible); return its relative path."""
+    if not blobs.verify(sha):
+        return None  # shown as "image missing"; a damaged blob is never copied or opened
     source = blobs.path(sha)
-    if not source.exists():
-        return None
     target = out / "images" / f"{sha}.png"
+    if target.exists() and hashlib.sha256(target.read_bytes()).hexdigest() != sha:
+        target.unlink()
     if not target.exists():
         target.parent.mkdir(parents=True, exist_ok=True)
         try:

@@ -365,7 +365,7 @@ class Runner:
 
     def _blobs_present(self, output: dict[str, Any]) -> bool:
         image = output.get("image")
-        return image is None or self.cache.blobs.path(image["sha256"]).exists()
+        return image is None or self.cache.blobs.verify(image["sha256"])
 
     def _load_image(self, run: _CaseRun, item: ImageFile | Ref) -> Image.Image:
         if isinstance(item, ImageFile):

@@ -61,9 +61,10 @@ class Cache:
         problems = [r[0] for r in self.db.execute("PRAGMA integrity_check") if r[0] != "ok"]
         for key, output in self.db.execute("SELECT key, output FROM results"):
             for sha in _image_hashes(json.loads(output)):
-                path = self.blobs.path(sha)
-                if not path.exists():
+                if not self.blobs.path(sha).exists():
                     problems.append(f"result {key[:12]} references missing image {sha[:12]}")
+                elif not self.blobs.verify(sha):
+                    problems.append(f"result {key[:12]} references damaged image {sha[:12]}")
         return problems
 
     def close(self) -> None:

@@ -159,6 +159,10 @@ class Aegis(Protocol[AegisCase]):
     roles = (UNDERSTAND, GENERATE, EDIT, JUDGE)
     Options = AegisOptions
 
+    def judgements(self, record: dict[str, Any]) -> dict[str, float | None]:
+        """The checklist score of a case (fraction of Y), for judge agreement."""
+        return {"score": record.get("score")}
+
     def bundled_cases(self) -> Path:
         from umni_cases import bundled
 

@@ -224,6 +224,11 @@ class Genius(Protocol[GeniusTask]):
         """A case file (``<dimension>/test_data.json``) is a list of records; a task is built from one."""
         return TypeAdapter(list[GeniusRecord]).json_schema()
 
+    def judgements(self, record: dict[str, Any]) -> dict[str, float | None]:
+        """The final round's RC, VC and AQ marks (0–100) of a case, for judge agreement."""
+        scores = record.get("scores") or {}
+        return {metric: scores.get(metric) for metric in ("rc", "vc", "aq")}
+
     def bundled_cases(self) -> Path:
         from umni_cases import bundled
 

@@ -142,6 +142,11 @@ class Wise(Protocol[WiseCase]):
         """A WISE file is a JSON list of prompt records."""
         return TypeAdapter(list[WisePrompt]).json_schema()
 
+    def judgements(self, record: dict[str, Any]) -> dict[str, float | None]:
+        """The judge's marks of a prompt (verified: score; legacy: consistency, realism, aesthetic quality)."""
+        marks = record.get("marks") or {}
+        return {name: float(value) for name, value in marks.items() if isinstance(value, (int, float))}
+
     def bundled_cases(self) -> Path:
         from umni_cases import bundled
 

@@ -148,7 +148,7 @@ def draw_from_prompt(prompt: str, size: tuple[int, int] = (64, 64)) -> Image.Ima
     digest = hashlib.sha256(prompt.encode()).digest()
     width, height = size
     image = Image.new("RGB", size, tuple(digest[0:3]))
-    x0, y0 = digest[3] % (width // 2), digest[4] % (height // 2)
+    x0, y0 = digest[3] % max(width // 2, 1), digest[4] % max(height // 2, 1)
     ImageDraw.Draw(image).rectangle([x0, y0, x0 + width // 3, y0 + height // 3], fill=tuple(digest[5:8]))
     return image
 
