@@ -75,7 +75,7 @@ def field_path(loc: Iterable[str | int]) -> str:
     """
     out = ""
     for part in loc:
-        if isinstance(part, int) or str(part).isdigit():
+        if isinstance(part, int):
             out += f"[{part}]"
         elif "[" in part or "-" in part:
             continue

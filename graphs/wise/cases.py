@@ -16,14 +16,14 @@ Two sets exist and their ranges differ, so every id lookup names the set:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
+from umni.caseio import read_json_records
 from umni.errors import InputError, InputErrors
 
 Variant = Literal["legacy", "verified"]
@@ -105,49 +105,11 @@ def missing_ids(present: Iterable[int], expected: Iterable[int]) -> list[int]:
 
 
 def load_prompts(path: str | Path) -> list[WisePrompt]:
-    """Read one WISE JSON file, checking every record and reporting all problems in one InputErrors."""
-    path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError("file not found", path=path) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read the file: {exc}", path=path) from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON: {exc.msg}", path=path, line=exc.lineno) from None
-    if not isinstance(data, list):
-        raise InputError(f"expected a JSON list of prompt records, found {type(data).__name__}", path=path)
+    """Read one WISE JSON file, checking every record and reporting all problems in one InputErrors.
 
-    prompts: list[WisePrompt] = []
-    errors: list[InputError] = []
-    first_index: dict[int, int] = {}
-    for index, raw in enumerate(data):
-        label = _record_label(index, raw)
-        if not isinstance(raw, dict):
-            errors.append(InputError(f"expected an object, found {type(raw).__name__}", path=path, record=label))
-            continue
-        try:
-            prompt = WisePrompt.model_validate(raw)
-        except ValidationError as exc:
-            for problem in exc.errors():
-                where = ".".join(str(part) for part in problem["loc"]) or None
-                errors.append(InputError(problem["msg"], path=path, record=label, field=where))
-            continue
-        if prompt.prompt_id in first_index:
-            errors.append(
-                InputError(
-                    f"duplicate prompt_id (first seen at record #{first_index[prompt.prompt_id]})",
-                    path=path,
-                    record=label,
-                    field="prompt_id",
-                )
-            )
-            continue
-        first_index[prompt.prompt_id] = index
-        prompts.append(prompt)
-    if errors:
-        raise InputErrors(errors)
-    return prompts
+    An empty list is allowed: a set folder may hold a domain file with no prompts of a sample.
+    """
+    return read_json_records(path, WisePrompt, id_field="prompt_id", label=_record_label, allow_empty=True)
 
 
 @dataclass
