@@ -12,6 +12,8 @@ import json
 from importlib.metadata import entry_points
 from typing import Any, ClassVar
 
+import anyio
+
 from .errors import ConfigError
 from .roles import ALL_ROLES
 from .spec import Spec
@@ -32,6 +34,24 @@ class Backend:
 
     def __init__(self, spec: Spec) -> None:
         self.spec = spec
+        self._started = False
+        self._start_lock: anyio.Lock | None = None
+
+    async def ensure_started(self) -> None:
+        """`start()` once, however many runs share this instance (a sweep's runs do)."""
+        if self._start_lock is None:
+            self._start_lock = anyio.Lock()
+        async with self._start_lock:
+            if not self._started:
+                await self.start()
+                self._started = True
+
+    async def ensure_closed(self) -> None:
+        """`aclose()` if started; the instance can be started again by a later run."""
+        if self._started:
+            self._started = False
+            self._start_lock = None
+            await self.aclose()
 
     def fills(self) -> frozenset[str]:
         """The roles this instance fills (may depend on the model it loaded)."""

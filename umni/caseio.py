@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypedDict, TypeVar, Unpack
 
 from pydantic import BaseModel, ValidationError
 
@@ -118,21 +118,20 @@ def record_label(index: int, raw: Any, *, id_field: str = "id") -> str:
 # ------------------------------------------------------------------------------------- records
 
 
-def read_json_records(
-    path: str | Path,
-    model: type[M],
-    *,
-    id_field: str = "id",
-    label: Label | None = None,
-    prepare: Prepare | None = None,
-    check: Check | None = None,
-    allow_empty: bool = False,
-) -> list[M]:
+class RecordOptions(TypedDict, total=False):
+    """How `validate_records` names, repairs and checks records (see there)."""
+
+    id_field: str
+    label: Label | None
+    prepare: Prepare | None
+    check: Check | None
+    allow_empty: bool
+
+
+def read_json_records(path: str | Path, model: type[M], **options: Unpack[RecordOptions]) -> list[M]:
     """Validate a JSON file holding a list of records against `model`; see `validate_records`."""
     path = Path(path)
-    return validate_records(
-        read_json(path), model, path=path, id_field=id_field, label=label, prepare=prepare, check=check, allow_empty=allow_empty
-    )
+    return validate_records(read_json(path), model, path=path, **options)
 
 
 def validate_records(

@@ -226,7 +226,7 @@ async def evaluate_async(
         finally:
             if close_backends:
                 for backend in bindings.unique():
-                    await backend.aclose()
+                    await backend.ensure_closed()
         wanted = set(by_id)
         records = [r for r in store.records() if r.get("case_id") in wanted]
         summary = _summary(protocol, options, case_set, bindings, records, stats, reused_nodes, time.time() - started)

@@ -178,7 +178,7 @@ class Runner:
     async def run(self, jobs: Iterable[CaseJob], on_case_done: CaseDone | None = None) -> RunStats:
         """Run every case; `on_case_done` is called as each case's last node finishes."""
         for backend in self.bindings.unique():
-            await backend.start()
+            await backend.ensure_started()
         pending: Iterator[CaseJob] = iter(jobs)
         self._active = 0
         self._admitting = False
@@ -195,13 +195,20 @@ class Runner:
         return self.stats
 
     async def run_graph(self, graph: Graph) -> dict[str, Outcome]:
-        """Run a single graph and return its outcomes (for custom graphs and tests)."""
+        """Run a single graph and return its outcomes (for custom graphs and tests).
+
+        Backends are started before and closed after, so this is a complete unit of work.
+        """
         result: dict[str, Outcome] = {}
 
         def done(job: CaseJob, g: Graph, outcomes: dict[str, Outcome]) -> None:
             result.update(outcomes)
 
-        await self.run([CaseJob(0, graph.case_id, lambda: graph)], done)
+        try:
+            await self.run([CaseJob(0, graph.case_id, lambda: graph)], done)
+        finally:
+            for backend in self.bindings.unique():
+                await backend.ensure_closed()
         return result
 
     # --------------------------------------------------------------- scheduling

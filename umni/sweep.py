@@ -125,7 +125,7 @@ async def _run_all(sweep: SweepFile, requests: list[RunRequest], prepared: list[
                 tg.start_soon(one, index)
     finally:
         for backend in shared.values():
-            await backend.aclose()
+            await backend.ensure_closed()
         cache.close()
     done = [r for r in results if r is not None]
     summaries = [r.summary for r in done]
