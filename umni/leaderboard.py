@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InputError
+from .report import format_cell
 
 
 @dataclass
@@ -30,19 +31,13 @@ class Table:
     def markdown(self) -> str:
         head = "| run | " + " | ".join(self.columns) + " |"
         rule = "|---" * (len(self.columns) + 1) + "|"
-        body = ["| " + label + " | " + " | ".join(_fmt(v) for v in values) + " |" for label, values in self.rows]
+        body = ["| " + label + " | " + " | ".join(format_cell(v) for v in values) + " |" for label, values in self.rows]
         return "\n".join([f"### {self.title}", "", head, rule, *body])
 
     def to_json(self) -> dict[str, Any]:
         return {"title": self.title, "columns": self.columns, "rows": [{"run": l, "values": v} for l, v in self.rows]}
 
 
-def _fmt(value: Any) -> str:
-    if value is None:
-        return "—"
-    if isinstance(value, float):
-        return f"{value:.2f}"
-    return str(value)
 
 
 def run_label(summary: dict[str, Any]) -> str:

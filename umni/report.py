@@ -24,6 +24,18 @@ THUMB_SIDE = 384
 _env = Environment(loader=PackageLoader("umni", "templates"), autoescape=select_autoescape(default=True))
 
 
+def format_cell(value: Any) -> str:
+    """Table cells as the papers print them: scores to two decimals, missing values as a dash."""
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        return f"{value:.2f}"
+    return str(value)
+
+
+_env.filters["cell"] = format_cell
+
+
 def export_image(out: Path, sha: str, blobs: BlobStore) -> str | None:
     """Copy one image next to the report (hard link when possible); return its relative path."""
     if not blobs.verify(sha):

@@ -21,9 +21,10 @@ from jinja2 import Environment, PackageLoader, select_autoescape  # noqa: E402
 from .artifacts import BlobStore, atomic_write_text  # noqa: E402
 from .leaderboard import Table, build_tables, run_label  # noqa: E402
 from .protocol import get_protocol  # noqa: E402
-from .report import export_image  # noqa: E402
+from .report import export_image, format_cell  # noqa: E402
 
 _env = Environment(loader=PackageLoader("umni", "templates"), autoescape=select_autoescape(default=True))
+_env.filters["cell"] = format_cell
 
 
 def plot_table(table: Table, path: Path) -> Path | None:
