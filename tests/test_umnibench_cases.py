@@ -28,6 +28,10 @@ except ImportError:  # the package init of graphs/umnibench may not exist yet; l
 CASES_FILE = Path(__file__).resolve().parents[1] / "cases" / "umnibench" / "cases.jsonl"
 STAGES = ("generation", "interaction", "counterfactual")
 LETTERS = "ABCD"
+#: The five questions that check what the image shows (the paper's perception-oriented questions).
+PERCEPTION_QUESTIONS = {"Q1", "Q2", "Q3", "Q4", "Q7"}
+#: The counterfactual outcome and principle: the model has to reason them out, so the instruction must not say them.
+REASONING_QUESTIONS = {"Q8", "Q9"}
 
 #: Words that name a colour, material or surface texture: an attribute edit must use at least one.
 ATTRIBUTE_WORDS = set(
@@ -153,20 +157,41 @@ def counterfactual_problems(cases) -> list[str]:
     return problems
 
 
-def _content_words(text: str) -> set[str]:
-    def stem(word: str) -> str:
-        for suffix in ("ing", "ed", "es", "s"):
-            if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-                return word[: -len(suffix)]
-        return word
+def _stem(word: str, *, coarse: bool = False) -> str:
+    """A light stemmer, so that 'floats', 'floating' and 'floated' (or 'bubble' and 'bubbles') compare equal.
 
-    return {stem(w) for w in re.findall(r"[a-z]+", text.lower()) if w not in STOPWORDS}
+    Plurals first ('berries' -> 'berry', 'boxes' -> 'box'), then -ing/-ed with a doubled final consonant undone
+    ('stopped' -> 'stop'); stems keep at least three letters, so short words ('red', 'bed', 'ring') stay whole.
+    `coarse` also drops a final 'e', so 'move' meets 'moving'; that merges a few distinct words ('plane' and
+    'plan'), which is the safe side for spotting a giveaway but not for telling options apart."""
+    if len(word) > 4 and word.endswith(("ies", "ied")):
+        return word[:-3] + "y"
+    if len(word) > 4 and word.endswith(("sses", "xes", "ches", "shes", "zes")):
+        word = word[:-2]
+    elif len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    for suffix in ("ing", "ed"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3 and not word.endswith("eed"):
+            word = word[: -len(suffix)]
+            if len(word) >= 4 and word[-1] == word[-2] and word[-1] not in "lsz":
+                word = word[:-1]
+            break
+    if coarse and len(word) > 3 and word.endswith("e"):
+        word = word[:-1]
+    return word
+
+
+def _content_words(text: str, *, coarse: bool = False) -> set[str]:
+    words = re.findall(r"[a-z]+", text.lower().replace("'s", ""))  # "the fan's air": 'fan', 'air'
+    return {_stem(w, coarse=coarse) for w in words if w not in STOPWORDS}
 
 
 def grounding_problems(cases) -> list[str]:
-    """Every answer is what the instructions so far describe: it shares more content words with them than any
-    distractor does. This keeps each question answerable from a faithful image (and by the word-matching
-    offline reference backend), rather than from the question text."""
+    """Every perception answer (Q1-Q4, Q7) is what the instructions so far describe: it shares more content words
+    with them than any distractor does. This keeps those questions answerable from a faithful image (and by the
+    word-matching offline reference backend), rather than from the question text. The outcome and principle of
+    the counterfactual stage (Q8, Q9) are exempt on purpose: the model has to work them out (see
+    `giveaway_problems`)."""
     problems = []
     for c in cases:
         described = ""
@@ -174,10 +199,37 @@ def grounding_problems(cases) -> list[str]:
             described += " " + c.stage(stage).instruction
             scene = _content_words(described)
             for q in c.stage(stage).questions:
+                if q.id not in PERCEPTION_QUESTIONS:
+                    continue
                 overlap = {o: len(_content_words(o) & scene) for o in q.options}
                 best_distractor = max(n for o, n in overlap.items() if o != q.answer)
                 if overlap[q.answer] <= best_distractor:
                     problems.append(f"{c.id} {q.id}: answer is not the option the instructions describe best {overlap}")
+    return problems
+
+
+def _distinctive_words(question) -> set[str]:
+    """Content words of the answer that no wrong option uses: the words that tell the answer apart."""
+    others = set().union(*(_content_words(o, coarse=True) for o in question.options if o != question.answer))
+    return _content_words(question.answer, coarse=True) - others
+
+
+def giveaway_problems(cases) -> list[str]:
+    """The counterfactual instruction names the replacement and the new attribute but not the outcome: no word
+    that singles out the Q8 (outcome) or Q9 (principle) answer appears in it. Otherwise those questions test
+    copying words from the instruction, not reasoning about what the replacement changes."""
+    problems = []
+    for c in cases:
+        instruction = _content_words(c.counterfactual.instruction, coarse=True)
+        for q in c.counterfactual.questions:
+            if q.id not in REASONING_QUESTIONS:
+                continue
+            leaked = _distinctive_words(q) & instruction
+            if leaked:
+                problems.append(
+                    f"{c.id} {q.id}: the counterfactual instruction gives away the answer {q.answer!r} "
+                    f"(shares {sorted(leaked)})"
+                )
     return problems
 
 
@@ -217,6 +269,10 @@ def test_counterfactual_replaces_exactly_one_named_entity(cases):
 
 def test_answers_are_grounded_in_the_instructions(cases):
     assert grounding_problems(cases) == []
+
+
+def test_counterfactual_instruction_does_not_give_the_outcome_away(cases):
+    assert giveaway_problems(cases) == []
 
 
 # ------------------------------------------------------------------------------------------ the rules can fail
@@ -294,3 +350,40 @@ def test_grounding_rule_catches_an_answer_the_instructions_never_describe():
 
     problems = grounding_problems(_broken_copy(edit))
     assert len(problems) == 1 and problems[0].startswith("spatial-01 Q2")
+
+
+def test_grounding_rule_ignores_the_counterfactual_reasoning_questions():
+    def edit(records):
+        q8 = records[0]["counterfactual"]["questions"][1]
+        q8["options"][q8["options"].index(q8["answer"])] = q8["answer"] = "No, it is out of sight"
+
+    assert grounding_problems(_broken_copy(edit)) == []
+
+
+def test_stemmer_matches_plurals_and_verb_forms():
+    assert {_stem(w) for w in ("float", "floats", "floating", "floated")} == {"float"}
+    assert _stem("bubbles") == _stem("bubble") and _stem("boxes") == _stem("box") and _stem("berries") == "berry"
+    assert _stem("stopped") == _stem("stop") and _stem("dried") == _stem("dries") == "dry"
+    assert [_stem(w) for w in ("red", "glass", "glasses", "speed", "plane")] == ["red", "glass", "glass", "speed", "plane"]
+    assert _stem("moving", coarse=True) == _stem("moves", coarse=True) == _stem("move", coarse=True)
+    assert _content_words("the fan's air") == {"fan", "air"}
+
+
+def test_giveaway_rule_catches_an_instruction_that_states_the_outcome():
+    def edit(records):
+        counterfactual = next(r for r in records if r["id"] == "fluid-01")["counterfactual"]
+        counterfactual["instruction"] += " Cork is lighter than water, so it floats on the surface."
+
+    assert giveaway_problems(_broken_copy(edit)) == [
+        "fluid-01 Q8: the counterfactual instruction gives away the answer "
+        "'Floating on the surface, half above the waterline' (shares ['float', 'surfac'])",
+        "fluid-01 Q9: the counterfactual instruction gives away the answer 'It is lighter than water' (shares ['lighter'])",
+    ]
+
+
+def test_giveaway_rule_ignores_words_that_wrong_options_share():
+    def edit(records):
+        counterfactual = next(r for r in records if r["id"] == "fluid-01")["counterfactual"]
+        counterfactual["instruction"] += " The tank stays on the bench and the water is calm."  # 'tank', 'water'
+
+    assert giveaway_problems(_broken_copy(edit)) == []

@@ -40,9 +40,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from umni.errors import InputError, InputErrors
+from umni.caseio import read_json, validate_records
 
 TASKS = ("understanding", "generation", "editing", "interleaved")
 Task = Literal["understanding", "generation", "editing", "interleaved"]
@@ -283,51 +283,25 @@ def load_cases(path: str | Path) -> AegisCaseSet:
     fixes them all in one pass; returns the cases and the quirks otherwise.
     """
     path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError("file not found", path=path) from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON: {exc.msg}", path=path, line=exc.lineno) from None
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text: {exc}", path=path) from None
-    if not isinstance(data, list):
-        raise InputError(f"expected a JSON list of records, got {type(data).__name__}", path=path)
-    return parse_records(data, path=path)
+    return parse_records(read_json(path), path=path)
 
 
 def parse_records(records: list[Any], *, path: str | Path) -> AegisCaseSet:
     """Validate already-decoded records (what `load_cases` does after reading the file)."""
     path = Path(path)
-    errors: list[InputError] = []
-    quirks: list[Quirk] = []
-    cases: list[AegisCase] = []
-    seen: dict[int, int] = {}
-    for index, raw in enumerate(records):
-        label = _record_label(index, raw)
-        if not isinstance(raw, dict):
-            errors.append(InputError(f"expected an object, got {type(raw).__name__}", path=path, record=label))
-            continue
-        fixed, record_quirks, record_errors = repair_record(raw)
-        record_errors += _check_paths(fixed, path.parent)
-        errors += [InputError(msg, path=path, record=label, field=field) for field, msg in record_errors]
-        try:
-            case = AegisCase.model_validate(fixed)
-        except ValidationError as exc:
-            errors += [_input_error(err, path, label) for err in exc.errors()]
-            continue
-        if record_errors:
-            continue
-        if case.id in seen:
-            errors.append(InputError(f"duplicate id, first used by record {seen[case.id]}", path=path, record=label, field="id"))
-            continue
-        seen[case.id] = index
-        quirks += record_quirks + _notes(case)
-        cases.append(case)
-    if errors:
-        raise InputErrors(errors)
-    if not cases:
-        raise InputError("the file holds no records", path=path)
+    repairs: list[list[Quirk]] = []
+
+    def repair(raw: dict[str, Any]) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+        fixed, quirks, problems = repair_record(raw)
+        repairs.append(quirks)
+        return fixed, problems
+
+    cases = validate_records(
+        records, AegisCase, path=path, prepare=repair, check=lambda record: _check_paths(record, path.parent)
+    )
+    # Only a file without a single problem gets here, so every record was repaired once, in order.
+    assert len(repairs) == len(cases)
+    quirks = [quirk for case, repaired in zip(cases, repairs) for quirk in (*repaired, *_notes(case))]
     return AegisCaseSet(path=path, cases=tuple(cases), quirks=tuple(quirks))
 
 
@@ -441,20 +415,3 @@ def _check_paths(record: dict[str, Any], root: Path) -> list[tuple[str, str]]:
             except ValueError as exc:
                 problems.append((f"{field}[{i}]", str(exc)))
     return problems
-
-
-def _record_label(index: int, raw: Any) -> str:
-    if isinstance(raw, dict) and isinstance(raw.get("id"), (int, str)):
-        return f"{index} (id {raw['id']})"
-    return str(index)
-
-
-def _input_error(err: Any, path: Path, label: str) -> InputError:
-    loc = [str(p) for p in err.get("loc", ())]
-    field = ""
-    for part in loc:
-        field += f"[{part}]" if part.isdigit() else (("." if field else "") + part)
-    message = err.get("msg", "invalid value")
-    if err.get("type") == "missing":
-        message = "required field is missing"
-    return InputError(message, path=path, record=label, field=field or None)

@@ -17,7 +17,6 @@ can report them, because a generation without its context images would be meanin
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -29,11 +28,11 @@ from pydantic import (
     Field,
     StrictInt,
     StrictStr,
-    ValidationError,
     field_validator,
     model_validator,
 )
 
+from umni.caseio import read_json_records
 from umni.errors import InputError, InputErrors
 
 DIMENSIONS = ("implicit_pattern", "symbolic_constraint", "visual_constraint", "prior_conflicting", "multi_semantic")
@@ -194,39 +193,12 @@ def load_dimension(root: str | Path, dimension: str) -> list[GeniusCase]:
         raise InputError(f"unknown GENIUS dimension {dimension!r}; known: {', '.join(DIMENSIONS)}", path=root)
     dimension_dir = root / dimension
     path = dimension_dir / DATA_FILE
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError("file not found", path=path) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read the file: {exc}", path=path) from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON: {exc.msg}", path=path, line=exc.lineno) from None
-    if not isinstance(data, list):
-        raise InputError(f"expected a JSON list of records, found {type(data).__name__}", path=path)
-
+    records = read_json_records(path, GeniusRecord, label=_record_label, allow_empty=True)
     cases: list[GeniusCase] = []
     errors: list[InputError] = []
-    first_seen: dict[str, int] = {}
-    for index, raw in enumerate(data):
-        label = _record_label(index, raw)
-        if not isinstance(raw, dict):
-            errors.append(InputError(f"expected an object, found {type(raw).__name__}", path=path, record=label))
-            continue
-        try:
-            record = GeniusRecord.model_validate(raw)
-        except ValidationError as exc:
-            for problem in exc.errors():
-                where = ".".join(str(part) for part in problem["loc"]) or None
-                errors.append(InputError(problem["msg"], path=path, record=label, field=where))
-            continue
-        key = str(record.id)
-        if key in first_seen:
-            message = f"duplicate id (first seen at record #{first_seen[key]})"
-            errors.append(InputError(message, path=path, record=label, field="id"))
-            continue
-        first_seen[key] = index
+    for index, record in enumerate(records):  # every record is valid here, so positions are the file's
         case, problems = _resolve(record, dimension, dimension_dir, root)
+        label = _record_label(index, {"id": record.id})
         errors.extend(InputError(message, path=path, record=label, field=where) for where, message in problems)
         if case is not None:
             cases.append(case)

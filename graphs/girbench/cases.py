@@ -27,17 +27,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from umni.caseio import field_errors, raise_if_any, read_json, read_json_records
 from umni.errors import InputError
 
 from .metrics import normalize_text
-from .validation import (
-    confined_path,
-    errors_from_validation,
-    is_image_file,
-    load_json_records,
-    raise_if_any,
-    read_json,
-)
+from .validation import confined_path, is_image_file
 
 UNI_CATEGORIES = ("Zoology", "Botany", "Geography")
 NUMERICAL_FILE = "NumericalReasoning.json"
@@ -230,15 +224,15 @@ def find_task_file(root: str | Path, name: str) -> Path:
 
 
 def load_numerical_cases(path: str | Path) -> list[NumericalCase]:
-    return load_json_records(path, NumericalCase)
+    return read_json_records(path, NumericalCase)
 
 
 def load_spatial_cases(path: str | Path) -> list[SpatialCase]:
-    return load_json_records(path, SpatialCase)
+    return read_json_records(path, SpatialCase)
 
 
 def load_text_cases(path: str | Path) -> list[TextCase]:
-    return load_json_records(path, TextCase)
+    return read_json_records(path, TextCase)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -273,7 +267,7 @@ class PromptRecord(_Record):
 
 def load_prompt_map(path: str | Path) -> dict[str, str]:
     """``id -> prompt`` from a ``[{id, prompt}]`` file; ids compare as text (``7`` and ``"7"`` agree)."""
-    return {record.id: record.prompt for record in load_json_records(path, PromptRecord)}
+    return {record.id: record.prompt for record in read_json_records(path, PromptRecord)}
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -500,7 +494,7 @@ def load_visual_logic_cases(root: str | Path) -> list[VisualLogicCase]:
                 base, spec.answer_image or f"answer/{case_id}.png", source=path, record=case_id, field="answer_image"
             )
         except ValidationError as exc:
-            errors.extend(errors_from_validation(exc, path=path, record=case_id))
+            errors.extend(field_errors(exc, path=path, record=case_id))
             continue
         except InputError as exc:
             errors.append(exc)

@@ -1,6 +1,7 @@
 """The GIR-Bench graphs: one per case, each ending in a classical (non-judge) score.
 
-Tasks and what scores them (formulas in ``metrics.py`` and ``masks.py``):
+Tasks and what scores them (the per-case scores in ``scoring.py``, their formulas in ``metrics.py``
+and ``masks.py``):
 
 - GIR-Bench-Uni (``uni``): generate the entity from its implicit prompt, embed the image and the
   entity's reference images, mean cosine similarity; and, for the understanding side the released
@@ -21,24 +22,21 @@ with that reason and counted, instead of failing validation or scoring 0.
 from __future__ import annotations
 
 import hashlib
-import warnings
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from PIL import Image
 from pydantic import BaseModel, ConfigDict, field_validator
-from scipy import linalg
 
 from umni.errors import InputError
 from umni.graph import Graph, ImageFile, Ref
 from umni.outcomes import Outcome
 from umni.protocol import CaseSet, Note, Protocol, Skipped, View, node_status
-from umni.roles import DETECT, EDIT, EMBED, GENERATE, OCR, UNDERSTAND, Detection, OcrLine
+from umni.roles import DETECT, EDIT, EMBED, GENERATE, OCR, UNDERSTAND
 
 from .cases import (
     NUMERICAL_FILE,
@@ -63,20 +61,7 @@ from .cases import (
     load_visual_logic_cases,
     missing_images,
 )
-from .metrics import (
-    count_labels,
-    digits_to_grid,
-    frechet_distance_between,
-    join_ocr_text,
-    mean_cosine_similarity,
-    normalize_text,
-    normalized_fid,
-    numerical_case_correct,
-    reasoning_perception_iou,
-    spatial_case,
-    sudoku_accuracy,
-    word_continuous_score,
-)
+from . import scoring
 
 #: Tasks in the paper's table order.
 TASKS = ("uni", "numerical", "spatial", "text", "puzzle", "sudoku", "perception")
@@ -415,121 +400,27 @@ def _skip_reason(case: GirCase, options: GirOptions) -> str | None:
 
 
 # ---------------------------------------------------------------------------------------------------
-# Scoring functions run by compute nodes (inputs arrive as plain values; images as PIL images)
+# Scoring nodes
 
 
-def _detections(raw: Iterable[dict[str, Any]]) -> list[Detection]:
-    return [Detection(label=d["label"], box=tuple(d["box"]), score=float(d["score"])) for d in raw]  # type: ignore[arg-type]
-
-
-def _ocr_lines(raw: Iterable[dict[str, Any]]) -> list[OcrLine]:
-    return [OcrLine(text=d["text"], box=tuple(d["box"]), confidence=float(d["confidence"])) for d in raw]  # type: ignore[arg-type]
-
-
-def score_numerical(truth: dict[str, Any], *, detections: list[dict[str, Any]]) -> dict[str, Any]:
-    """Correct (1) only when every object's detected count equals the expected count."""
-    expected = dict(zip(truth["objects"], truth["number"]))
-    counts = count_labels(_detections(detections), truth["objects"])
-    correct = numerical_case_correct(expected, counts)
-    return {"score": 1.0 if correct else 0.0, "correct": correct, "counts": counts, "expected": expected}
-
-
-def score_spatial(truth: dict[str, Any], *, detections: list[dict[str, Any]]) -> dict[str, Any]:
-    """Correct (1) only when each object is detected once and every relation holds."""
-    relations = [(subject, direction, obj) for subject, direction, obj in truth["relations"]]
-    verdict = spatial_case(_detections(detections), truth["labels"], relations)
-    return {
-        "score": 1.0 if verdict.correct else 0.0,
-        "correct": verdict.correct,
-        "counts": verdict.counts,
-        "all_detected_once": verdict.all_detected_once,
-        "relations": [bool(r) for r in verdict.relations],
-    }
-
-
-def score_text(truth: dict[str, Any], *, lines: list[dict[str, Any]]) -> dict[str, Any]:
-    """Word-level continuous substring score of the OCR text (confidence > 0.5) against the target."""
-    read = join_ocr_text(_ocr_lines(lines))
-    return {"score": word_continuous_score(truth["text"], read), "read": read, "normalized": normalize_text(read)}
-
-
-def score_similarity(truth: dict[str, Any], *, generated: list[float], **references: list[float]) -> dict[str, Any]:
-    """Mean cosine similarity of the generated image's features to each reference's."""
-    refs = np.array([references[name] for name in sorted(references)], dtype=np.float64)
-    return {"score": mean_cosine_similarity(np.array(generated, dtype=np.float64), refs), "references": len(refs)}
-
-
-def score_perception(truth: dict[str, Any], files: dict[str, str], *, edited: Image.Image) -> dict[str, Any]:
-    """IoU at 512 px between the green region of the edit and the ground-truth mask."""
-    with Image.open(files["mask"]) as mask, Image.open(files["image"]) as original:
-        result = reasoning_perception_iou(edited, mask.copy(), original.convert("RGB"))
-    return {"score": result.iou, "method": result.method, "predicted_px": result.predicted_px, "target_px": result.target_px}
-
-
-def _read_grid(lines: list[dict[str, Any]], size: int, image_size: Sequence[int], what: str) -> list[list[int]]:
-    try:
-        return digits_to_grid(_ocr_lines(lines), size, grid_box=(0.0, 0.0, float(image_size[0]), float(image_size[1])))
-    except ValueError as exc:
-        raise InputError(f"cannot read the {what} image back into a grid: {exc}") from None
-
-
-def score_sudoku(
-    truth: dict[str, Any],
-    *,
-    edited: Image.Image,
-    lines: list[dict[str, Any]],
-    question_lines: list[dict[str, Any]] | None = None,
-    answer_lines: list[dict[str, Any]] | None = None,
-) -> dict[str, Any]:
-    """Correctly filled empty cells / (empty cells + overwritten givens), digits placed by OCR position.
-
-    Givens and solution come from the case file when it has them, else from OCR of the question and
-    answer images (as the official scorer does); an answer image with unread cells is an input error.
-    """
-    size = truth["grid_size"]
-    grid = truth.get("grid") or _read_grid(question_lines or [], size, truth["question_size"], "question")
-    solution = truth.get("solution") or _read_grid(answer_lines or [], size, truth["answer_size"], "answer")
-    unread = [(r, c) for r in range(size) for c in range(size) if solution[r][c] == 0]
-    if unread:
-        raise InputError(f"the answer image was read without digits in cells (row, col) {unread}")
-    score = sudoku_accuracy(_ocr_lines(lines), grid, solution, grid_box=(0.0, 0.0, float(edited.width), float(edited.height)))
-    return {
-        "score": score.accuracy,
-        "correct": score.correct,
-        "empty_cells": score.empty_cells,
-        "wrong_givens": score.wrong_givens,
-        "unplaced_digits": score.unplaced_digits,
-        "conflicting_cells": score.conflicting_cells,
-    }
-
-
-def _score_node(
+def _score(
     g: Graph,
     id: str,
     fn: Callable[..., Any],
     truth: dict[str, Any],
     *,
-    version: str,
+    version: str = "1",
     files: dict[str, Path] | None = None,
     **inputs: Ref,
 ) -> Ref:
-    """A compute node whose case data enters its cache key.
-
-    `Graph.compute` keys a node by function name, version and inputs only, so two cases with the
-    same detections but different ground truths would share a result. The truth is therefore bound
-    to the function and also written into the node's params (which are hashed); case files enter by
-    content hash, their paths under a ``_`` key (not hashed, so a moved dataset keeps its cache).
-    """
-    files = files or {}
-    bound = partial(fn, truth, {k: str(v) for k, v in files.items()}) if files else partial(fn, truth)
-    ref = g.compute(id, bound, version=version, **inputs)
-    g.nodes[ref.node].params = {
-        "fn": f"{fn.__module__}.{fn.__qualname__}",
-        "truth": truth,
-        "files_sha256": {name: _file_sha256(path) for name, path in sorted(files.items())},
-        "_files": {name: str(path) for name, path in sorted(files.items())},
-    }
-    return ref
+    """A compute node with the case's ground truth in its cache key (`const`), so two cases whose
+    detections agree but whose truths differ never share a result. Case files the scorer reads enter
+    by content hash (inside the truth) and by path (where to read them)."""
+    const: dict[str, Any] = {"truth": truth}
+    if files:
+        sha256 = {name: _file_sha256(path) for name, path in sorted(files.items())}
+        const = {"truth": {**truth, "files_sha256": sha256}, "files": {name: str(path) for name, path in sorted(files.items())}}
+    return g.compute(id, fn, version=version, const=const, **inputs)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -570,24 +461,6 @@ def _mean(values: Sequence[float]) -> float | None:
     return float(np.mean(values)) if values else None
 
 
-def puzzle_score(entries: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """exp(-FD/60) of the Fréchet distance between output and solution features, over the whole set."""
-    pairs = [e["features"] for e in entries if e["status"] == "scored"]
-    if len(pairs) < 2:
-        return {"score": None, "fid": None, "note": "the Fréchet distance needs features of at least 2 scored cases"}
-    outputs = np.array([p["output"] for p in pairs], dtype=np.float64)
-    solutions = np.array([p["solution"] for p in pairs], dtype=np.float64)
-    try:
-        with warnings.catch_warnings():
-            # fewer cases than feature dimensions make the covariances singular; the metric then
-            # retries with a small diagonal offset, so scipy's warning says nothing new
-            warnings.simplefilter("ignore", linalg.LinAlgWarning)
-            fid = frechet_distance_between(outputs, solutions)
-    except ValueError as exc:
-        return {"score": None, "fid": None, "note": f"Fréchet distance failed: {exc}"}
-    return {"score": normalized_fid(fid), "fid": fid, "note": None}
-
-
 def _metric_summary(metric: str, entries: list[dict[str, Any]], options: GirOptions) -> dict[str, Any]:
     scored = [e for e in entries if e["status"] == "scored"]
     failed = [e for e in entries if e["status"] == "failed"]
@@ -603,7 +476,7 @@ def _metric_summary(metric: str, entries: list[dict[str, Any]], options: GirOpti
         "note": None,
     }
     if metric == "puzzle":
-        result = puzzle_score(entries)
+        result = scoring.puzzle_score(entries)
         out.update(score=result["score"], fid=result["fid"], note=result["note"] if scored else None)
     elif metric.startswith("uni_"):
         by_category: dict[str, list[float]] = defaultdict(list)
@@ -688,16 +561,16 @@ class GirBench(Protocol[GirCase]):
             image = g.generate("image", [data.prompt])
             found = g.tool("detect", DETECT, image, labels=list(data.task.objects))
             truth = {"objects": list(data.task.objects), "number": list(data.task.number)}
-            _score_node(g, "score", score_numerical, truth, version="1", detections=found)
+            _score(g, "score", scoring.score_numerical, truth, detections=found)
         elif isinstance(data, SpatialCase):
             image = g.generate("image", [data.prompt])
             found = g.tool("detect", DETECT, image, labels=data.labels)
             truth = {"labels": data.labels, "relations": [list(r) for r in data.relations]}
-            _score_node(g, "score", score_spatial, truth, version="1", detections=found)
+            _score(g, "score", scoring.score_spatial, truth, detections=found)
         elif isinstance(data, TextCase):
             image = g.generate("image", [data.prompt])
             lines = g.tool("ocr", OCR, image)
-            _score_node(g, "score", score_text, {"text": data.text}, version="1", lines=lines)
+            _score(g, "score", scoring.score_text, {"text": data.text}, lines=lines)
         elif isinstance(data, PuzzleCase):
             image = g.edit("image", ImageFile(data.question_image), PUZZLE_INSTRUCTION)
             g.tool("embed/output", EMBED, image)
@@ -708,7 +581,7 @@ class GirBench(Protocol[GirCase]):
             assert case.prompt is not None
             image = g.edit("image", ImageFile(data.image), PERCEPTION_INSTRUCTION.format(target=case.prompt))
             files = {"mask": data.mask, "image": data.image}
-            _score_node(g, "score", score_perception, {}, version="1", files=files, edited=image)
+            _score(g, "score", scoring.score_perception, {}, files=files, edited=image)
         return g
 
     def _build_uni(self, g: Graph, case: GirCase, opts: GirOptions) -> None:
@@ -717,7 +590,7 @@ class GirBench(Protocol[GirCase]):
             image = g.generate("image", [case.prompt or ""])
             generated = g.tool("embed/image", EMBED, image)
             refs = {f"ref_{i:03d}": g.tool(f"embed/ref/{i}", EMBED, ImageFile(p)) for i, p in enumerate(data.references)}
-            _score_node(g, "similarity", score_similarity, {}, version="1", generated=generated, **refs)
+            _score(g, "similarity", scoring.score_similarity, {}, generated=generated, **refs)
         if _metric_unavailable(case, "uni_understanding", opts) is None:
             assert case.vqa is not None
             g.answer("vqa", [ImageFile(case.vqa.image), case.vqa.question], list(case.vqa.options))
@@ -736,7 +609,7 @@ class GirBench(Protocol[GirCase]):
             with Image.open(data.answer_image) as im:
                 truth["answer_size"] = list(im.size)
             inputs["answer_lines"] = g.tool("ocr/answer", OCR, ImageFile(data.answer_image))
-        _score_node(g, "score", score_sudoku, truth, version="1", **inputs)
+        _score(g, "score", scoring.score_sudoku, truth, **inputs)
 
     # ------------------------------------------------------------------------------ records
     def record(self, case: GirCase, outcomes: dict[str, Outcome], options: BaseModel) -> dict[str, Any]:

@@ -1,5 +1,4 @@
 import anyio
-import pytest
 from fakes import ScriptedBackend
 
 from umni.bindings import Bindings
@@ -170,7 +169,7 @@ def test_when_condition_skips_and_skips_propagate(tmp_path):
     again = g.generate("round1", ["draw again"])
     g.when(again, lambda ok: not ok, ok=verdict)
     g.answer("q_after", [again, "?"], ["a", "b"])
-    final = g.compute("final", lambda a, b: "round1" if b is not None else "round0", a=first, b=again.maybe())
+    g.compute("final", lambda a, b: "round1" if b is not None else "round0", a=first, b=again.maybe())
     out = run(Runner(bind(backend), Cache(tmp_path)), g)
     assert out["round1"].status == "skipped"
     assert out["q_after"].status == "skipped"

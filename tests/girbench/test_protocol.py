@@ -32,7 +32,7 @@ from umni_adapters.sim_scene import SCENE_KEY, Scene
 from umni_cases import bundled
 from umni_graphs.girbench import PROTOCOL, GirOptions
 from umni_graphs.girbench.metrics import frechet_distance_between, label_key, normalized_fid
-from umni_graphs.girbench.protocol import (
+from umni_graphs.girbench.scoring import (
     puzzle_score,
     score_numerical,
     score_perception,
@@ -185,7 +185,7 @@ def test_score_nodes_key_on_the_ground_truth():
     inputs = {"prompt": [], "images": [], "inputs": {"lines": "same-ocr-output"}}
     keys = [node_key(g.nodes["score"], None, inputs, 0) for g in (first, second)]
     assert keys[0] != keys[1]
-    assert first.nodes["score"].params["truth"] == {"text": "Hello World"}
+    assert first.nodes["score"].params["const"]["truth"] == {"text": "Hello World"}
 
 
 # ------------------------------------------------------------------------------------------------

@@ -1,0 +1,144 @@
+"""GIR-Bench scores of one case (and the set-level puzzle score), as compute nodes run them.
+
+Each `score_*` function takes the case's ground truth (``truth``, a JSON-able dict the protocol passes
+through `Graph.compute(..., const=...)` so it enters the cache key) and the upstream node outputs as
+keyword arguments: detections, OCR lines and features arrive as plain JSON values, images as PIL
+images; `score_perception` also gets the paths of the files it reads (``files``). Each returns a
+dict whose ``score`` is the case's value and whose other keys are the detail a report shows. The
+formulas themselves live in ``metrics.py`` and ``masks.py``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+from PIL import Image
+from scipy import linalg
+
+from umni.errors import InputError
+from umni.roles import Detection, OcrLine
+
+from .metrics import (
+    count_labels,
+    digits_to_grid,
+    frechet_distance_between,
+    join_ocr_text,
+    mean_cosine_similarity,
+    normalize_text,
+    normalized_fid,
+    numerical_case_correct,
+    reasoning_perception_iou,
+    spatial_case,
+    sudoku_accuracy,
+    word_continuous_score,
+)
+
+
+def _detections(raw: Iterable[dict[str, Any]]) -> list[Detection]:
+    return [Detection(label=d["label"], box=tuple(d["box"]), score=float(d["score"])) for d in raw]  # type: ignore[arg-type]
+
+
+def _ocr_lines(raw: Iterable[dict[str, Any]]) -> list[OcrLine]:
+    return [OcrLine(text=d["text"], box=tuple(d["box"]), confidence=float(d["confidence"])) for d in raw]  # type: ignore[arg-type]
+
+
+def score_numerical(truth: dict[str, Any], *, detections: list[dict[str, Any]]) -> dict[str, Any]:
+    """Correct (1) only when every object's detected count equals the expected count."""
+    expected = dict(zip(truth["objects"], truth["number"]))
+    counts = count_labels(_detections(detections), truth["objects"])
+    correct = numerical_case_correct(expected, counts)
+    return {"score": 1.0 if correct else 0.0, "correct": correct, "counts": counts, "expected": expected}
+
+
+def score_spatial(truth: dict[str, Any], *, detections: list[dict[str, Any]]) -> dict[str, Any]:
+    """Correct (1) only when each object is detected once and every relation holds."""
+    relations = [(subject, direction, obj) for subject, direction, obj in truth["relations"]]
+    verdict = spatial_case(_detections(detections), truth["labels"], relations)
+    return {
+        "score": 1.0 if verdict.correct else 0.0,
+        "correct": verdict.correct,
+        "counts": verdict.counts,
+        "all_detected_once": verdict.all_detected_once,
+        "relations": [bool(r) for r in verdict.relations],
+    }
+
+
+def score_text(truth: dict[str, Any], *, lines: list[dict[str, Any]]) -> dict[str, Any]:
+    """Word-level continuous substring score of the OCR text (confidence > 0.5) against the target."""
+    read = join_ocr_text(_ocr_lines(lines))
+    return {"score": word_continuous_score(truth["text"], read), "read": read, "normalized": normalize_text(read)}
+
+
+def score_similarity(truth: dict[str, Any], *, generated: list[float], **references: list[float]) -> dict[str, Any]:
+    """Mean cosine similarity of the generated image's features to each reference's."""
+    refs = np.array([references[name] for name in sorted(references)], dtype=np.float64)
+    return {"score": mean_cosine_similarity(np.array(generated, dtype=np.float64), refs), "references": len(refs)}
+
+
+def score_perception(truth: dict[str, Any], files: dict[str, str], *, edited: Image.Image) -> dict[str, Any]:
+    """IoU at 512 px between the green region of the edit and the ground-truth mask.
+
+    `files` names the ``mask`` and original ``image`` files to read; `truth` holds nothing the score
+    uses, only the files' content hashes, which put an edited mask under a new cache key.
+    """
+    with Image.open(files["mask"]) as mask, Image.open(files["image"]) as original:
+        result = reasoning_perception_iou(edited, mask.copy(), original.convert("RGB"))
+    return {"score": result.iou, "method": result.method, "predicted_px": result.predicted_px, "target_px": result.target_px}
+
+
+def _read_grid(lines: list[dict[str, Any]], size: int, image_size: Sequence[int], what: str) -> list[list[int]]:
+    try:
+        return digits_to_grid(_ocr_lines(lines), size, grid_box=(0.0, 0.0, float(image_size[0]), float(image_size[1])))
+    except ValueError as exc:
+        raise InputError(f"cannot read the {what} image back into a grid: {exc}") from None
+
+
+def score_sudoku(
+    truth: dict[str, Any],
+    *,
+    edited: Image.Image,
+    lines: list[dict[str, Any]],
+    question_lines: list[dict[str, Any]] | None = None,
+    answer_lines: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """Correctly filled empty cells / (empty cells + overwritten givens), digits placed by OCR position.
+
+    Givens and solution come from the case file when it has them, else from OCR of the question and
+    answer images (as the official scorer does); an answer image with unread cells is an input error.
+    """
+    size = truth["grid_size"]
+    grid = truth.get("grid") or _read_grid(question_lines or [], size, truth["question_size"], "question")
+    solution = truth.get("solution") or _read_grid(answer_lines or [], size, truth["answer_size"], "answer")
+    unread = [(r, c) for r in range(size) for c in range(size) if solution[r][c] == 0]
+    if unread:
+        raise InputError(f"the answer image was read without digits in cells (row, col) {unread}")
+    score = sudoku_accuracy(_ocr_lines(lines), grid, solution, grid_box=(0.0, 0.0, float(edited.width), float(edited.height)))
+    return {
+        "score": score.accuracy,
+        "correct": score.correct,
+        "empty_cells": score.empty_cells,
+        "wrong_givens": score.wrong_givens,
+        "unplaced_digits": score.unplaced_digits,
+        "conflicting_cells": score.conflicting_cells,
+    }
+
+
+def puzzle_score(entries: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """exp(-FD/60) of the Fréchet distance between output and solution features, over the whole set."""
+    pairs = [e["features"] for e in entries if e["status"] == "scored"]
+    if len(pairs) < 2:
+        return {"score": None, "fid": None, "note": "the Fréchet distance needs features of at least 2 scored cases"}
+    outputs = np.array([p["output"] for p in pairs], dtype=np.float64)
+    solutions = np.array([p["solution"] for p in pairs], dtype=np.float64)
+    try:
+        with warnings.catch_warnings():
+            # fewer cases than feature dimensions make the covariances singular; the metric then
+            # retries with a small diagonal offset, so scipy's warning says nothing new
+            warnings.simplefilter("ignore", linalg.LinAlgWarning)
+            fid = frechet_distance_between(outputs, solutions)
+    except ValueError as exc:
+        return {"score": None, "fid": None, "note": f"Fréchet distance failed: {exc}"}
+    return {"score": normalized_fid(fid), "fid": fid, "note": None}
