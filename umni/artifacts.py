@@ -12,11 +12,15 @@ import io
 import json
 import os
 import tempfile
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
 from PIL import Image, PngImagePlugin
 from pydantic import BaseModel, ConfigDict
+
+#: How many decoded images a BlobStore keeps at hand.
+DECODED_KEPT = 64
 
 #: PNG text chunks with this prefix travel with an image (the reference backend keeps its scene there).
 CARRIED_TEXT_PREFIX = "umni-"
@@ -68,15 +72,21 @@ def encode_png(image: Image.Image) -> bytes:
     return buffer.getvalue()
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    """Write through a temporary file and rename, so a crash never leaves a half-written file."""
+def _atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
+    """Write through a temporary file and rename, so a crash never leaves a half-written file.
+
+    `durable` also fsyncs before the rename, against power loss. Image blobs skip it: they are
+    verified by hash whenever they are used, so a blob torn by a power cut is a cache miss, and
+    an fsync per image would dominate the cost of a fast backend.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                handle.flush()
+                os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -98,6 +108,7 @@ class BlobStore:
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         self._verified: dict[str, tuple[int, int]] = {}  # sha -> (mtime_ns, size) of the file checked
+        self._decoded: OrderedDict[str, Image.Image] = OrderedDict()  # recently opened images
 
     def verify(self, sha256: str) -> bool:
         """Whether the blob exists and its bytes hash to its name (checked once per file version)."""
@@ -121,7 +132,7 @@ class BlobStore:
         sha = hashlib.sha256(data).hexdigest()
         target = self.path(sha)
         if not self.verify(sha):  # absent, or damaged by a crash or a disk: (re)write it
-            _atomic_write(target, data)
+            _atomic_write(target, data, durable=False)
         return ImageRef(sha256=sha, width=width, height=height)
 
     def put(self, image: Image.Image) -> ImageRef:
@@ -143,6 +154,20 @@ class BlobStore:
         return data
 
     def open(self, ref: ImageRef) -> Image.Image:
-        image = Image.open(io.BytesIO(self.read_bytes(ref)))
-        image.load()
-        return image
+        """The decoded image (a private copy: callers may change it).
+
+        A stage's image is read by every question about it, so the last few decoded images are
+        kept; decoding a PNG costs far more than copying pixels.
+        """
+        image = self._decoded.get(ref.sha256)
+        if image is None:
+            image = Image.open(io.BytesIO(self.read_bytes(ref)))
+            image.load()
+            self._decoded[ref.sha256] = image
+            if len(self._decoded) > DECODED_KEPT:
+                self._decoded.popitem(last=False)
+        else:
+            self._decoded.move_to_end(ref.sha256)
+        copy = image.copy()
+        copy.info = dict(image.info)
+        return copy
