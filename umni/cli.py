@@ -115,9 +115,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
     if request.model is None and not request.roles:
         raise InputError("bind a model: --model SPEC (e.g. --model sim/umm) and/or --role ROLE=SPEC")
+    prepared = prepare(request)
     if args.out is None:
-        request.out = _default_out(request, *prepare(request))
-    result = evaluate(request)
+        request.out = _default_out(request, *prepared)
+    result = evaluate(request, prepared)
     summary = result.summary
     counts = summary["counts"]
     failed = {k: v for k, v in summary["failures"].items() if v}

@@ -116,9 +116,7 @@ def _check_manifest(out: Path, manifest: dict[str, Any]) -> None:
     atomic_write_text(path, json.dumps(manifest, indent=2, ensure_ascii=False))
 
 
-def prepare(
-    request: RunRequest, *, shared: dict[str, Any] | None = None
-) -> tuple[Protocol[Any], Any, CaseSet[Any], Bindings]:
+def prepare(request: RunRequest, *, shared: dict[str, Any] | None = None) -> "Prepared":
     """Everything that can fail on bad input, done before any model is loaded or called."""
     protocol = get_protocol(request.protocol)
     options = protocol.parse_options(dict(request.options))
@@ -143,15 +141,21 @@ def prepare(
     return protocol, options, case_set, bindings
 
 
-def evaluate(request: RunRequest) -> RunResult:
-    """Run (or resume) a protocol into `request.out`; returns the summary written there."""
-    prepared = prepare(request)
-    return anyio.run(lambda: evaluate_async(request, prepared))
+Prepared = tuple[Protocol[Any], Any, CaseSet[Any], Bindings]
+
+
+def evaluate(request: RunRequest, prepared: Prepared | None = None) -> RunResult:
+    """Run (or resume) a protocol into `request.out`; returns the summary written there.
+
+    `prepared` is what `prepare(request)` returned, when the caller already checked the input.
+    """
+    ready = prepared if prepared is not None else prepare(request)
+    return anyio.run(lambda: evaluate_async(request, ready))
 
 
 async def evaluate_async(
     request: RunRequest,
-    prepared: tuple[Protocol[Any], Any, CaseSet[Any], Bindings],
+    prepared: Prepared,
     *,
     lanes: LanePool | None = None,
     cache: Cache | None = None,
