@@ -64,6 +64,17 @@ class RetryPolicy:
         return wait_exponential_jitter(initial=self.initial_wait, max=self.max_wait, jitter=self.jitter)(state)
 
 
+def content_fingerprint(output: dict[str, Any]) -> str:
+    """What a node's output contributes to the keys of nodes that read it: its content only.
+
+    An image is its hash; bookkeeping such as usage counts is left out, so the same image reached
+    through a different call still lets everything downstream come from the cache.
+    """
+    if "image" in output:
+        return "image:" + output["image"]["sha256"]
+    return fingerprint({k: v for k, v in output.items() if k != "usage"})
+
+
 def _retryable(exc: BaseException) -> bool:
     return isinstance(exc, BackendError) and exc.retryable
 
@@ -261,7 +272,7 @@ class Runner:
         hit = self.cache.get(key)
         if hit is not None and self._blobs_present(hit):
             self.events.emit("node.cached", case=run.job.case_id, node=nid, key=key)
-            self._finish(run, Outcome(nid, "cached", output=hit, fingerprint=fingerprint(hit)))
+            self._finish(run, Outcome(nid, "cached", output=hit, fingerprint=content_fingerprint(hit)))
             return
         if node.role in self.frozen_roles:
             message = f"node '{nid}' (role {node.role}) has no cached result, and this run may not call role '{node.role}'"
@@ -416,7 +427,7 @@ class Runner:
             outcome = Outcome(node.id, "failed", failure=Failure("internal", f"{type(exc).__name__}: {exc}", attempts["calls"] or 1))
         else:
             self.cache.put(key, node.kind, output)
-            outcome = Outcome(node.id, "computed", output=output, fingerprint=fingerprint(output))
+            outcome = Outcome(node.id, "computed", output=output, fingerprint=content_fingerprint(output))
             self.events.emit("node.done", case=run.job.case_id, node=node.id, key=key, calls=attempts["calls"])
         finally:
             self.progress.bump("running", -1)

@@ -236,3 +236,24 @@ def test_an_attempt_that_hangs_is_cut_off_and_bounded(tmp_path):
     assert __import__("time").monotonic() - started < 2.0
     assert out["draw"].failure.kind == "backend" and out["draw"].failure.attempts == 2
     assert "no answer within" in out["draw"].failure.message
+
+
+def test_downstream_keys_depend_on_image_content_not_on_how_it_was_made(tmp_path):
+    """Two generators that draw the same pixels: the answer about the image is computed once."""
+    from PIL import Image
+    from umni.roles import ImageReply, Usage
+
+    class Flat(ScriptedBackend):
+        async def generate(self, parts, *, seed=0):
+            await self._enter("generate")
+            return ImageReply(Image.new("RGB", (16, 16), (9, 9, 9)), Usage(input_tokens=len(self.spec.name)))
+
+    cache = Cache(tmp_path)
+    reader = ScriptedBackend("reader")
+    for name in ("gen-a", "gen-bb"):
+        g = Graph("same")
+        img = g.generate("draw", ["x"])
+        g.answer("q", [img, "?"], ["a", "b"])
+        out = run(Runner(Bindings({"generate": Flat(name), "understand": reader}), cache), g)
+    assert out["draw"].status == "computed" and out["q"].status == "cached"
+    assert reader.calls == {"choose": 1}
