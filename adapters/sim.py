@@ -9,8 +9,9 @@ a lost image or a swapped binding shows up as a different score.
 How it works, in short:
 
 * ``generate`` parses the prompt into a scene (things, colours and other attributes, parts,
-  spatial relations, the sentences as facts; see ``sim_scene``), draws it (``sim_render``) and embeds
-  the scene as JSON in the image (``info["umni-sim-scene"]``, a PNG text chunk once saved).
+  spatial relations, the sentences as facts; see ``sim_scene``, ``sim_edits`` and ``sim_words``),
+  draws it (``sim_render``) and embeds the scene as JSON in the image (``info["umni-sim-scene"]``,
+  a PNG text chunk once saved).
 * ``edit`` applies the instruction to the scene of its input image (replacements, attribute changes
   that override older ones, new facts) and draws again. For an image without an embedded scene it
   starts from what the pixels show (dominant colours).
@@ -43,11 +44,24 @@ from PIL import Image
 
 from umni.backends import Backend
 from umni.errors import BackendError, ConfigError
-from umni.roles import EDIT, GENERATE, JUDGE, UNDERSTAND, ChoiceReply, ImageReply, Part, TextReply, Usage
+from umni.roles import (
+    EDIT,
+    GENERATE,
+    JUDGE,
+    UNDERSTAND,
+    ChoiceReply,
+    ImageReply,
+    Part,
+    TextReply,
+    Usage,
+)
 from umni.spec import Spec
 
+from .sim_edits import apply_text
+from .sim_phrases import noun_phrases
 from .sim_render import pixel_scene, render
-from .sim_scene import NOT_THINGS, SCENE_KEY, Scene, apply_text, content_stems, merge, noun_phrases, stem, tokenize
+from .sim_scene import SCENE_KEY, Scene, merge
+from .sim_words import NOT_THINGS, content_stems, stem, tokenize
 
 #: Bumped whenever sim's outputs change for the same inputs, so cached results are not reused.
 SIM_REVISION = "1"
@@ -189,12 +203,17 @@ def score_options(scene: Scene, question: str, options: Sequence[str]) -> list[f
     return scores
 
 
-def _agreement(scenes: list[Scene], text: str) -> float | None:
-    """Share of what the images show that the text also mentions; None without images."""
+def _seen_words(scenes: list[Scene]) -> set[str]:
+    """Content stems of everything the images show, as one set (judging compares texts against it)."""
     seen: set[str] = set()
     for scene in scenes:
         seen |= scene.vocabulary()
-    seen -= _JUDGE_WORDS
+    return seen
+
+
+def _agreement(scenes: list[Scene], text: str) -> float | None:
+    """Share of what the images show that the text also mentions; None without images."""
+    seen = _seen_words(scenes) - _JUDGE_WORDS
     if not seen:
         return None
     mentioned = content_stems(tokenize(text))
@@ -371,14 +390,12 @@ class SimBackend(Backend):
             if agreement is None:
                 value = low + int(_unit("judge", self.settings.seed, seed, text, label) * (high - low + 1))
             else:
-                value = low + int(math.floor(agreement * (high - low) + 0.5))
+                value = low + math.floor(agreement * (high - low) + 0.5)
             lines.append(f"{label}: {min(high, max(low, value))}")
         return "\n".join(lines)
 
     def _answer_checklist(self, scenes: list[Scene], items: list[str], seed: int, text: str) -> str:
-        seen: set[str] = set()
-        for scene in scenes:
-            seen |= scene.vocabulary()
+        seen = _seen_words(scenes)
         answers, reasons = [], []
         for number, item in enumerate(items, 1):
             spelled = {stem(w): w for w in reversed(tokenize(item))}

@@ -15,7 +15,8 @@ from functools import lru_cache
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-from .sim_scene import COLOURS, MAX_THINGS, PIXEL_PALETTE, SCENE_KEY, Fact, Scene, Thing
+from .sim_scene import MAX_THINGS, SCENE_KEY, Fact, Scene, Thing
+from .sim_words import COLOURS
 
 CANVAS = 256
 _DEFAULT_BACKGROUND = (240, 238, 232)
@@ -154,6 +155,13 @@ def render(scene: Scene, *, seed: int) -> Image.Image:
 # --------------------------------------------------------------------------------------------------
 # Pixel reading
 
+#: The colours sim names when it reads pixels (a coarse palette, so names are the common ones).
+PIXEL_PALETTE: dict[str, tuple[int, int, int]] = {
+    "red": (210, 40, 40), "orange": (240, 140, 30), "yellow": (240, 215, 50), "green": (50, 160, 70),
+    "blue": (40, 90, 210), "purple": (130, 50, 170), "pink": (245, 150, 190), "brown": (130, 80, 40),
+    "black": (20, 20, 20), "white": (245, 245, 245), "gray": (128, 128, 128), "cyan": (40, 200, 220),
+    "golden": (218, 165, 32),
+}
 _PALETTE_NAMES = list(PIXEL_PALETTE)
 _PALETTE = np.array([PIXEL_PALETTE[n] for n in _PALETTE_NAMES], dtype=np.float32)
 

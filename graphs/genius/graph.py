@@ -1,0 +1,185 @@
+"""The graph of one GENIUS case: generation rounds, their judges, the copy checks, plan and probe.
+
+Node ids (``k`` is the generation round, ``j`` the judge round 0..judge_rounds-1, ``h`` the vc_hint):
+
+    plan                     respond, understand   plan=true: the model writes a plan from the context
+    round0/image             generate              context in the chosen input format (+ hints, + plan)
+    round0/rc/j              judge                 Rule Compliance against the rc_hint
+    round0/aq/j              judge                 Aesthetic Quality
+    round0/vch/pixels        compute               is the output an exact pixel copy of hint h's reference?
+    round0/vch/copy/j        judge                 ``Copy: 0|1``; skipped when the pixels already say copy
+    round0/vch/j             judge                 Visual Consistency; skipped when the output is a copy
+    round0/critique          respond               reflection only: judge or model feedback on round 0
+    round1/image ...         generate              reflection only: input + previous image + feedback
+    probe                    answer, understand    vqa_probe=true: the task as a 4-way question
+
+**Copy check.** Two checks, and either one makes a hint's VC 0 without reading its VC rounds: a
+compute node compares pixels (an exact copy can never be scored by trusting a judge), and the judge
+answers ``Copy`` in `judge_rounds` rounds (round of their mean) for copies that are resized or
+recompressed. The judge's copy rounds run only when the pixels do not already decide, and the VC
+rounds only when neither check says copy. A copy check that cannot decide (a judge failure) makes
+that hint's VC a counted failure, and its VC rounds are skipped rather than judged in vain.
+``copy_judge=false`` keeps only the pixel check.
+
+**Post-reflection.** Rounds are unrolled: after round k the critique node and round k+1 run only
+while round k's Rule Compliance mark (round of the mean of its judge rounds) is below 2; an RC that
+could not be read does not count as 2, so reflection goes on. Skipped rounds stay in the record as
+skipped. Every round that ran is judged in full (RC, VC, AQ) and kept; the case's score is that of
+the last round that ran, which is what a user of the loop would keep. With ``critic=judge`` the
+feedback comes from the judge, who knows the rc_hint, so gold information reaches the generator;
+``critic=self`` asks the model itself (understand role) and gives no such help.
+
+**VQA probe.** The task recast as a multiple-choice question (context only; no hints, no plan):
+the right option is the case's rc_hint, three distractors are other cases' rc_hints chosen
+deterministically (see `prompts.probe_choices`). Its accuracy is reported apart from the generation
+scores, to separate knowing what to draw from drawing it.
+
+The parsers and the pixel check are module-level because their module and qualified names enter
+the judge and compute nodes' cache keys: moving or renaming them makes cached verdicts miss.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from PIL import Image
+
+from umni.graph import Graph, ImageFile, PromptPart, Ref
+from umni.roles import JUDGE, UNDERSTAND
+
+from . import prompts as P
+from . import scoring
+from .cases import GeniusCase
+from .digests import file_sha256
+from .options import GeniusOptions
+from .tasks import GeniusTask
+
+PLAN_NODE = "plan"
+PROBE_NODE = "probe"
+#: Bump when the pixel comparison changes what it returns.
+PIXEL_CHECK_VERSION = "1"
+
+
+def round_node(round_index: int, name: str) -> str:
+    """The id of a node that belongs to one generation round; records read rounds back by it."""
+    return f"round{round_index}/{name}"
+
+
+def build_case_graph(task: GeniusTask, o: GeniusOptions) -> Graph:
+    """Plan (optional), round 0 and its judges, then each reflection round gated on the previous
+    round's Rule Compliance, then the probe (optional)."""
+    case = task.case
+    g = Graph(task.key)
+    context = _graph_parts(P.generation_input(case, o.input_format))
+    given = context + _graph_parts(P.hint_parts(case, o.hints))
+    plan_parts: list[PromptPart] = []
+    if o.plan:
+        plan = g.respond(PLAN_NODE, [*given, P.plan_request()], role=UNDERSTAND)
+        plan_parts = [P.PLAN_HEADING, plan]
+    image = g.generate(round_node(0, "image"), [*given, *plan_parts])
+    rc = _add_round_judges(g, case, 0, image, o)
+    for k in range(1, o.reflection_rounds + 1):
+        previous_rc = {f"rc{j}": ref.maybe() for j, ref in enumerate(rc)}
+        if o.critic == "judge":
+            critique = g.respond(round_node(k - 1, "critique"), [image, P.judge_critique_prompt(case.rc_hint)], role=JUDGE)
+        else:
+            critique = g.respond(round_node(k - 1, "critique"), [*given, image, P.self_critique_request()], role=UNDERSTAND)
+        g.when(critique, needs_another_round, **previous_rc)
+        retry_parts = [P.PREVIOUS_ATTEMPT, image, P.FEEDBACK_HEADING, critique, P.REGENERATE_REQUEST]
+        image = g.generate(round_node(k, "image"), [*given, *plan_parts, *retry_parts])
+        g.when(image, needs_another_round, **previous_rc)
+        rc = _add_round_judges(g, case, k, image, o)
+    if o.vqa_probe and len(task.probe_options) > 1:
+        g.answer(PROBE_NODE, [*context, P.PROBE_QUESTION], task.probe_options, role=UNDERSTAND)
+    return g
+
+
+def _add_round_judges(g: Graph, case: GeniusCase, k: int, image: Ref, o: GeniusOptions) -> list[Ref]:
+    """Every judge node of one round; returns the Rule Compliance refs (reflection reads them)."""
+    repeats = range(o.judge_rounds)
+    rc_prompt = P.rule_compliance_prompt(case.rc_hint)
+    rc = [g.judge(round_node(k, f"rc/{j}"), [image, rc_prompt], parse_rule_compliance, repeat=j) for j in repeats]
+    for j in repeats:
+        g.judge(round_node(k, f"aq/{j}"), [image, P.aesthetic_quality_prompt()], parse_aesthetic_quality, repeat=j)
+    for h, hint in enumerate(case.vc_hints):
+        reference_path = hint.reference.path
+        reference = ImageFile(reference_path)
+        version = f"{PIXEL_CHECK_VERSION}:{file_sha256(reference_path)[:16]}"
+        pixels = g.compute(round_node(k, f"vc{h}/pixels"), PixelCopyCheck(reference_path), version=version, output=image)
+        copies: list[Ref] = []
+        if o.copy_judge:
+            for j in repeats:
+                copy = g.judge(round_node(k, f"vc{h}/copy/{j}"), [reference, image, P.copy_check_prompt()], parse_copy, repeat=j)
+                g.when(copy, not_a_pixel_copy, pixels=pixels.maybe())
+                copies.append(copy)
+        vc_prompt = P.visual_consistency_prompt(hint.text)
+        decided = {f"copy{i}": ref.maybe() for i, ref in enumerate(copies)}
+        for j in repeats:
+            vc = g.judge(round_node(k, f"vc{h}/{j}"), [reference, image, vc_prompt], parse_visual_consistency, repeat=j)
+            g.when(vc, visual_consistency_needed, pixels=pixels.maybe(), **decided)
+    return rc
+
+
+def _graph_parts(parts: list[P.Part]) -> list[PromptPart]:
+    """Prompts name case images by path; the graph wants them as files it can hash and load."""
+    return [ImageFile(p) if isinstance(p, Path) else p for p in parts]
+
+
+# ------------------------------------------------------------------------------ node functions
+
+
+def parse_rule_compliance(text: str) -> int:
+    return P.parse_judge_answer(text, "rc")
+
+
+def parse_visual_consistency(text: str) -> int:
+    return P.parse_judge_answer(text, "vc")
+
+
+def parse_aesthetic_quality(text: str) -> int:
+    return P.parse_judge_answer(text, "aq")
+
+
+def parse_copy(text: str) -> int:
+    return P.parse_judge_answer(text, "copy")
+
+
+class PixelCopyCheck:
+    """Compute-node function comparing an output with one fixed reference file.
+
+    The reference is captured, not a graph input (case files are not nodes), so the node's
+    `version` names the file's content hash: a changed reference never reuses a cached verdict.
+    """
+
+    def __init__(self, reference: Path) -> None:
+        self.reference = reference
+        self.__qualname__ = "PixelCopyCheck"
+
+    def __call__(self, output: Image.Image) -> dict[str, Any]:
+        with Image.open(self.reference) as reference:
+            reference.load()
+            return scoring.pixel_copy(output, reference)
+
+
+def needs_another_round(**rc_rounds: int | None) -> bool:
+    """Reflection goes on unless the round's Rule Compliance mark is known to be 2."""
+    values = list(rc_rounds.values())
+    if any(v is None for v in values):
+        return True
+    return scoring.metric_mark(values) < 2  # type: ignore[operator]
+
+
+def not_a_pixel_copy(pixels: dict[str, Any] | None) -> bool:
+    """The judge's copy rounds are asked only when the pixel check ran and found no exact copy."""
+    return pixels is not None and not pixels["copy"]
+
+
+def visual_consistency_needed(pixels: dict[str, Any] | None, **copy_rounds: int | None) -> bool:
+    """VC is judged only when both copy checks have decided that the output is not a copy."""
+    if not not_a_pixel_copy(pixels):
+        return False
+    values = list(copy_rounds.values())
+    if any(v is None for v in values):
+        return False
+    return not values or scoring.copy_verdict(values) is False  # type: ignore[arg-type]

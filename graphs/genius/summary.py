@@ -1,0 +1,126 @@
+"""The summary.json "scores" of a GENIUS run, from its records alone.
+
+Scores follow the paper's main table (0–100 per dimension and metric, Overall weighted); judge
+failures, missing outputs and unscored cases are counted beside them, never folded in. The
+reflection and probe sections appear only when those options were on.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from statistics import fmean
+from typing import Any
+
+from . import scoring
+from .cases import DIMENSIONS
+from .options import GeniusOptions
+
+
+def summarize_records(records: list[dict[str, Any]], o: GeniusOptions) -> dict[str, Any]:
+    """Scores of the cases' final rounds, pooled (data-weighted) and per dimension."""
+    items = [r["item"] for r in records if r.get("item") is not None]
+    result = scoring.summarize(items)
+    dimensions = {
+        name: {
+            "items": d.items,
+            "missing_outputs": d.missing_outputs,
+            "rc": _rounded(d.rc.mean),
+            "vc": _rounded(d.vc.mean) if d.vc else None,
+            "aq": _rounded(d.aq.mean),
+            "judge_failures": {m: r.failures for m, r in (("rc", d.rc), ("vc", d.vc), ("aq", d.aq)) if r and r.failures},
+        }
+        for name, d in result.dimensions.items()
+    }
+    summary: dict[str, Any] = {
+        "overall": _rounded(result.overall),
+        "rc": _rounded(result.rc.mean),
+        "vc": _rounded(result.vc.mean),
+        "aq": _rounded(result.aq.mean),
+        "dimensions": dimensions,
+        "cases": len(records),
+        "scored": {"rc": result.rc.scored, "vc": result.vc.scored, "aq": result.aq.scored},
+        "judge_failures": {"rc": result.rc.failures, "vc": result.vc.failures, "aq": result.aq.failures},
+        "missing_outputs": result.missing_outputs,
+        "unscored": dict(sorted(Counter(r["unscored"] for r in records if r.get("item") is None).items())),
+        "weights": dict(scoring.OVERALL_WEIGHTS),
+        "scale": scoring.SCALE,
+        "judge_rounds": o.judge_rounds,
+        "input_format": o.input_format.value,
+    }
+    if o.reflection_rounds:
+        summary["reflection"] = _reflection_summary(records, o)
+    if o.vqa_probe:
+        summary["probe"] = _probe_summary(records)
+    return summary
+
+
+def _rounded(value: float | None) -> float | None:
+    return round(value, 4) if value is not None else None
+
+
+def _reflection_summary(records: list[dict[str, Any]], o: GeniusOptions) -> dict[str, Any]:
+    """Scores as they stood after each round (a case that stopped keeps its last score), how many
+    rounds each case ran, and how many stopped early because RC reached 2."""
+    by_round = []
+    for k in range(o.reflection_rounds + 1):
+        items, running = [], 0
+        for record in records:
+            ran = [r for r in record["rounds"][: k + 1] if r["ran"]]
+            if ran and ran[-1]["item"] is not None:
+                items.append(ran[-1]["item"])
+            running += bool(ran) and ran[-1]["round"] == k
+        result = scoring.summarize(items)
+        by_round.append(
+            {
+                "round": k,
+                "overall": _rounded(result.overall),
+                "rc": _rounded(result.rc.mean),
+                "vc": _rounded(result.vc.mean),
+                "aq": _rounded(result.aq.mean),
+                "cases_running": running,
+            }
+        )
+    rounds_run = Counter(sum(r["ran"] for r in record["rounds"]) for record in records)
+    stopped = sum(any(r["status"] == "skipped" for r in record["rounds"]) for record in records)
+    return {
+        "critic": o.critic,
+        "max_rounds": o.reflection_rounds,
+        "rounds_run": {str(n): rounds_run[n] for n in sorted(rounds_run)},
+        "stopped_early": stopped,
+        "by_round": by_round,
+    }
+
+
+def _probe_summary(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Probe accuracy overall and per dimension, beside chance, and crossed with the final RC so a
+    reader sees whether knowing the answer goes with drawing it."""
+
+    def tally(subset: list[dict[str, Any]]) -> dict[str, Any]:
+        probes = [r["probe"] for r in subset if r.get("probe")]
+        answered = [p for p in probes if p["correct"] is not None]
+        correct = sum(p["correct"] for p in answered)
+        return {
+            "accuracy": _rounded(100.0 * correct / len(answered)) if answered else None,
+            "answered": len(answered),
+            "correct": correct,
+            "failed": sum(p["status"] not in ("done", "unavailable") for p in probes),
+            "unavailable": sum(p["status"] == "unavailable" for p in probes),
+        }
+
+    versus: dict[str, dict[str, int]] = {}
+    for record in records:
+        probe = record.get("probe") or {}
+        row = {True: "correct", False: "wrong"}.get(probe.get("correct"), "not answered")
+        cell = versus.setdefault(row, {"rc_full": 0, "rc_partial": 0, "rc_unscored": 0})
+        rc = (record.get("scores") or {}).get("rc")
+        if isinstance(rc, (int, float)):
+            cell["rc_full" if rc == 100 else "rc_partial"] += 1
+        else:
+            cell["rc_unscored"] += 1
+    chance = [1 / len(r["probe"]["options"]) for r in records if r.get("probe") and r["probe"]["options"]]
+    return {
+        **tally(records),
+        "chance": _rounded(100.0 * fmean(chance)) if chance else None,
+        "dimensions": {d: tally(mine) for d in DIMENSIONS if (mine := [r for r in records if r["dimension"] == d])},
+        "versus_rc": versus,
+    }
