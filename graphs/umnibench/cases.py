@@ -8,25 +8,10 @@ that stage produces. `umni cases schema umnibench` prints the JSON Schema.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-DOMAINS = (
-    "Spatial",
-    "Plant",
-    "Fluid",
-    "Physical",
-    "Cooking",
-    "Arts and Crafts",
-    "Weather & Environment",
-    "Animal",
-    "Office",
-    "Personal Care",
-    "Playground",
-    "Gardening",
-    "Household",
-)
 Domain = Literal[
     "Spatial",
     "Plant",
@@ -42,6 +27,8 @@ Domain = Literal[
     "Gardening",
     "Household",
 ]
+#: The paper's 13 domains, in its order.
+DOMAINS: tuple[str, ...] = get_args(Domain)
 STAGES = ("generation", "interaction", "counterfactual")
 #: Question ids asked after each stage, in order.
 STAGE_QUESTIONS = {"generation": ("Q1", "Q2", "Q3"), "interaction": ("Q4", "Q5", "Q6"), "counterfactual": ("Q7", "Q8", "Q9")}
