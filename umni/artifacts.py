@@ -59,17 +59,31 @@ def fingerprint(value: Any) -> str:
     return hashlib.sha256(canonical_json(value).encode()).hexdigest()
 
 
+def as_stored(image: Image.Image) -> Image.Image:
+    """The image exactly as reading its stored PNG back gives it: a PNG-native mode, and only the
+    umni text chunks. Readers of a fresh image get this, so a resumed run sees the same input."""
+    stored = image.copy() if image.mode in ("RGB", "RGBA", "L") else image.convert("RGB")
+    stored.info = {
+        k: v for k, v in image.info.items() if isinstance(k, str) and k.startswith(CARRIED_TEXT_PREFIX) and isinstance(v, str)
+    }
+    return stored
+
+
 def encode_png(image: Image.Image) -> bytes:
     """PNG bytes of `image`, keeping the umni text chunks it carries and nothing else variable."""
+    stored = as_stored(image)
     info = PngImagePlugin.PngInfo()
-    for key, value in sorted(image.info.items()):
-        if isinstance(key, str) and key.startswith(CARRIED_TEXT_PREFIX) and isinstance(value, str):
-            info.add_text(key, value)
-    if image.mode not in ("RGB", "RGBA", "L"):
-        image = image.convert("RGB")
+    for key, value in sorted(stored.info.items()):
+        info.add_text(key, value)
     buffer = io.BytesIO()
-    image.save(buffer, format="PNG", pnginfo=info, compress_level=1)
+    stored.save(buffer, format="PNG", pnginfo=info, compress_level=1)
     return buffer.getvalue()
+
+
+def encode_for_store(image: Image.Image) -> tuple[Image.Image, bytes]:
+    """`as_stored(image)` and its PNG bytes, in one pass (run in a worker thread by the runner)."""
+    stored = as_stored(image)
+    return stored, encode_png(stored)
 
 
 def _atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
@@ -128,12 +142,21 @@ class BlobStore:
     def path(self, sha256: str) -> Path:
         return self.root / sha256[:2] / f"{sha256}.png"
 
-    def put_png(self, data: bytes, width: int, height: int) -> ImageRef:
+    def put_png(self, data: bytes, width: int, height: int, *, decoded: Image.Image | None = None) -> ImageRef:
+        """Store PNG bytes; `decoded` (the image they encode) is kept for the readers that follow."""
         sha = hashlib.sha256(data).hexdigest()
         target = self.path(sha)
         if not self.verify(sha):  # absent, or damaged by a crash or a disk: (re)write it
             _atomic_write(target, data, durable=False)
+        if decoded is not None:
+            self._remember(sha, decoded)
         return ImageRef(sha256=sha, width=width, height=height)
+
+    def _remember(self, sha: str, image: Image.Image) -> None:
+        self._decoded[sha] = image
+        self._decoded.move_to_end(sha)
+        if len(self._decoded) > DECODED_KEPT:
+            self._decoded.popitem(last=False)
 
     def put(self, image: Image.Image) -> ImageRef:
         return self.put_png(encode_png(image), image.width, image.height)
@@ -163,11 +186,7 @@ class BlobStore:
         if image is None:
             image = Image.open(io.BytesIO(self.read_bytes(ref)))
             image.load()
-            self._decoded[ref.sha256] = image
-            if len(self._decoded) > DECODED_KEPT:
-                self._decoded.popitem(last=False)
-        else:
-            self._decoded.move_to_end(ref.sha256)
+        self._remember(ref.sha256, image)
         copy = image.copy()
         copy.info = dict(image.info)
         return copy

@@ -27,7 +27,7 @@ from PIL import Image
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, stop_before_delay
 from tenacity.wait import wait_exponential_jitter
 
-from .artifacts import ImageRef, fingerprint
+from .artifacts import ImageRef, encode_for_store, fingerprint
 from .backends import Backend
 from .bindings import Bindings
 from .errors import BackendError, DegenerateOutput, InputError, InvalidAnswer, OutputFailure, ParseFailure
@@ -494,7 +494,8 @@ class Runner:
                 images = [self._load_image(run, item) for item in node.images]
                 instruction = " ".join(p for p in self._parts(run, node) if isinstance(p, str))
                 reply = await self._call(node, attempts, lambda: b.edit(images, instruction, seed=self._seed(node)))
-            return {"image": self._store_image(reply.image).model_dump(), "usage": asdict(reply.usage)}
+            ref = await self._store_image(reply.image)
+            return {"image": ref.model_dump(), "usage": asdict(reply.usage)}
         if node.kind == "answer":
             options = list(node.params["options"])
             parts = self._parts(run, node)
@@ -545,8 +546,11 @@ class Runner:
             return [float(x) for x in vectors[0]]
         raise ValueError(f"unknown tool role {node.role}")
 
-    def _store_image(self, image: Image.Image | None) -> ImageRef:
+    async def _store_image(self, image: Image.Image | None) -> ImageRef:
+        """Check and store a produced image; PNG encoding runs in a worker thread (Pillow releases
+        the GIL there), so a large image does not hold up every other node."""
         if image is None or image.width < MIN_IMAGE_SIDE or image.height < MIN_IMAGE_SIDE:
             size = "no image" if image is None else f"{image.width}x{image.height}"
             raise DegenerateOutput(f"the model returned a degenerate image ({size}; need at least {MIN_IMAGE_SIDE}px a side)")
-        return self.cache.blobs.put(image)
+        stored, data = await anyio.to_thread.run_sync(encode_for_store, image)
+        return self.cache.blobs.put_png(data, image.width, image.height, decoded=stored)

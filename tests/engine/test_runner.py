@@ -257,3 +257,20 @@ def test_downstream_keys_depend_on_image_content_not_on_how_it_was_made(tmp_path
         out = run(Runner(Bindings({"generate": Flat(name), "understand": reader}), cache), g)
     assert out["draw"].status == "computed" and out["q"].status == "cached"
     assert reader.calls == {"choose": 1}
+
+
+def test_a_fresh_image_reads_the_same_as_its_stored_png(tmp_path):
+    """Readers of a just-made image see what a resumed run would decode from the cache."""
+    from PIL import Image
+
+    from umni.artifacts import as_stored, encode_png
+
+    made = Image.new("P", (12, 12))
+    made.putpalette([0, 0, 0, 250, 10, 10] * 128)
+    made.info.update({"umni-sim-scene": "{}", "dpi": (72, 72), "other": "x"})
+    stored = as_stored(made)
+    decoded = Image.open(__import__("io").BytesIO(encode_png(made)))
+    decoded.load()
+    assert stored.mode == decoded.mode == "RGB"
+    assert stored.tobytes() == decoded.tobytes()
+    assert stored.info == {k: v for k, v in decoded.info.items() if k.startswith("umni-")} == {"umni-sim-scene": "{}"}

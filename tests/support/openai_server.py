@@ -317,6 +317,9 @@ class OpenAIStubServer:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Headers and body go out in two writes; without TCP_NODELAY the body waits for the client's
+    # delayed ACK (~40 ms) on every keep-alive request. Real servers (vLLM, SGLang) set it too.
+    disable_nagle_algorithm = True
     stub: OpenAIStubServer  # set on the bound subclass
 
     def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
