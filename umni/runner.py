@@ -413,7 +413,7 @@ class Runner:
     # ----------------------------------------------------------------- execution
     async def _execute(self, run: _CaseRun, node: Node, key: str) -> None:
         self.progress.bump("running")
-        self.events.emit("node.start", case=run.job.case_id, node=node.id, kind=node.kind, role=node.role)
+        started = time.monotonic()
         attempts = Counter[str]()
         try:
             output = await self._produce(run, node, attempts)
@@ -428,7 +428,15 @@ class Runner:
         else:
             self.cache.put(key, node.kind, output)
             outcome = Outcome(node.id, "computed", output=output, fingerprint=content_fingerprint(output))
-            self.events.emit("node.done", case=run.job.case_id, node=node.id, key=key, calls=attempts["calls"])
+            self.events.emit(
+                "node.done",
+                case=run.job.case_id,
+                node=node.id,
+                role=node.role,
+                key=key,
+                calls=attempts["calls"],
+                seconds=round(time.monotonic() - started, 4),
+            )
         finally:
             self.progress.bump("running", -1)
         waiters = self._inflight.pop(key, [])
