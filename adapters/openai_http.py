@@ -32,7 +32,6 @@ from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 import httpx
-import structlog
 from PIL import Image, UnidentifiedImageError
 
 from umni.backends import Backend
@@ -48,7 +47,6 @@ from umni.roles import (
 )
 from umni.spec import Spec
 
-log = structlog.get_logger("umni.openai")
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
@@ -150,7 +148,6 @@ class OpenAIBackend(Backend):
         data, elapsed = await self._post_json("/chat/completions", json_body=body)
         text = _message_text(data)
         usage = self._record(_chat_usage(data, images_in=_count_images(parts)))
-        log.debug("openai.respond", model=self.model, seconds=round(elapsed, 3), tokens_out=usage.output_tokens)
         return TextReply(text=text, usage=usage)
 
     async def choose(self, parts: Sequence[Part], options: Sequence[str], *, seed: int = 0) -> ChoiceReply:
@@ -288,7 +285,6 @@ class OpenAIBackend(Backend):
             raise BackendError(f"{self._who()} {path}: connection failed ({detail})", retryable=True) from None
         elapsed = time.perf_counter() - started
         if not response.is_success:
-            log.debug("openai.http_error", path=path, status=response.status_code, seconds=round(elapsed, 3))
             raise _status_error(response, who=f"{self._who()} {path}", secret=self._api_key)
         try:
             return response.json(), elapsed
