@@ -3,17 +3,24 @@
 Spec: ``diffusers/<hub repo or local directory>?key=value&...``, for example
 ``diffusers/black-forest-labs/FLUX.1-dev?steps=28`` or ``diffusers//models/my-sd?dtype=fp16``.
 
+Edits come out at the input image's size (rounded down to what the model's latent grid allows)
+unless ``width`` and ``height`` say otherwise. FLUX Kontext would otherwise redraw every edit at a
+square megapixel; it still sees its reference image at the megapixel size it was trained on.
+
 Which roles a model fills follows from the pipeline class named in its ``model_index.json``:
 text-to-image classes fill ``generate``; image-conditioned classes (InstructPix2Pix, Qwen-Image-Edit,
 FLUX Fill with a white mask over the whole image) fill ``edit``; FLUX Kontext and FLUX.2 fill both.
+FLUX Fill needs ``strength`` below 1: a whole-image mask hides the input from the model, so at the
+default strength of 1 (pure noise to start from) every "edit" would be a fresh drawing that never
+saw the input. Below 1 the run starts from the input's noised latents, as in image-to-image.
 The class is read in the constructor (a small file, from disk or the hub cache) so a wrong model
 fails before any work; weights load once per process in ``start()`` and are shared by every
 backend instance naming the same model, revision, dtype and device.
 
 Parameters that change outputs (and so the backend identity): ``steps``, ``guidance``,
-``image_guidance`` (InstructPix2Pix only), ``width``, ``height``, ``revision``, ``device``,
-``dtype``. Operational ones: ``batch_size`` (images per pipeline call; default 4 on CUDA, 1
-elsewhere), ``concurrency`` (requests the engine may have in flight; default twice the batch size
+``image_guidance`` (InstructPix2Pix only), ``strength`` (FLUX Fill only), ``width``, ``height``,
+``revision``, ``device``, ``dtype``. Operational ones: ``batch_size`` (images per pipeline call;
+default 4 on CUDA, 1 elsewhere), ``concurrency`` (requests the engine may have in flight; default twice the batch size
 so the next batch fills while one runs), ``timeout``, ``max_retries``.
 
 Every image gets its own seeded CPU ``torch.Generator``, so an image depends on its prompt, seed and
@@ -54,6 +61,9 @@ class PipelineKind:
     ``batch_edits`` is True only where batched edits are known to work; other edits run one per call.
     ``guidance_arg`` is the call argument ``guidance`` maps to; ``negative_prompt`` is passed where
     the model's classifier-free guidance only runs when one is given (Qwen-Image).
+    ``area_arg`` names the argument that really sets the output area where the class rescales
+    ``width`` x ``height`` to a fixed pixel budget and keeps only their ratio (Kontext's ``max_area``).
+    ``needs_strength`` marks classes that ignore the input image unless ``strength`` is below 1.
     """
 
     roles: frozenset[str]
@@ -63,6 +73,8 @@ class PipelineKind:
     image_guidance: bool = False
     negative_prompt: str | None = None
     auto_text2image: bool = False
+    area_arg: str | None = None
+    needs_strength: bool = False
 
 
 _T2I = PipelineKind(roles=frozenset({GENERATE}), auto_text2image=True)
@@ -98,7 +110,9 @@ PIPELINE_KINDS: dict[str, PipelineKind] = {
     "StableDiffusionXLInstructPix2PixPipeline": PipelineKind(
         roles=frozenset({EDIT}), edit_input="instruct", batch_edits=True, image_guidance=True
     ),
-    "FluxKontextPipeline": PipelineKind(roles=frozenset({GENERATE, EDIT}), edit_input="reference"),
+    "FluxKontextPipeline": PipelineKind(
+        roles=frozenset({GENERATE, EDIT}), edit_input="reference", batch_edits=True, area_arg="max_area"
+    ),
     "Flux2Pipeline": PipelineKind(roles=frozenset({GENERATE, EDIT}), edit_input="multi"),
     "Flux2KleinPipeline": PipelineKind(roles=frozenset({GENERATE, EDIT}), edit_input="multi"),
     "QwenImageEditPipeline": PipelineKind(
@@ -107,7 +121,9 @@ PIPELINE_KINDS: dict[str, PipelineKind] = {
     "QwenImageEditPlusPipeline": PipelineKind(
         roles=frozenset({EDIT}), edit_input="multi", guidance_arg="true_cfg_scale", negative_prompt=" "
     ),
-    "FluxFillPipeline": PipelineKind(roles=frozenset({EDIT}), edit_input="fill"),
+    "FluxFillPipeline": PipelineKind(
+        roles=frozenset({EDIT}), edit_input="fill", batch_edits=True, needs_strength=True
+    ),
 }
 
 #: Classes in diffusers' text-to-image auto mapping that need inputs umni cannot give (a control image).
@@ -142,7 +158,9 @@ def _auto_text2image_names() -> set[str]:
 # --------------------------------------------------------------------------------------------------
 # Spec parameters
 
-_OUTPUT_PARAMS = ("steps", "guidance", "image_guidance", "width", "height", "revision", "device", "dtype")
+_OUTPUT_PARAMS = (
+    "steps", "guidance", "image_guidance", "strength", "width", "height", "revision", "device", "dtype"
+)
 _DTYPE_NAMES = {
     "bf16": "bfloat16",
     "bfloat16": "bfloat16",
@@ -369,11 +387,19 @@ class LoadedPipeline:
         if style == "fill":
             masks = [Image.new("L", image.size, 255) for image in firsts]
             inputs["mask_image"] = masks if len(masks) > 1 else masks[0]
-            if "width" not in call:  # otherwise the pipeline draws at its default size, not the input's
-                step = 16
-                inputs["width"] = max(step, firsts[0].width // step * step)
-                inputs["height"] = max(step, firsts[0].height // step * step)
+        if style == "fill" or self.kind.area_arg is not None:
+            # Without these the pipeline draws at its own default size, not the input's.
+            wanted = call.get("width", firsts[0].width), call.get("height", firsts[0].height)
+            width, height = self._latent_grid_size(*wanted)
+            inputs["width"], inputs["height"] = width, height
+            if self.kind.area_arg is not None:
+                inputs[self.kind.area_arg] = width * height
         return inputs
+
+    def _latent_grid_size(self, width: int, height: int) -> tuple[int, int]:
+        """The largest size at most ``width`` x ``height`` that the packed latent grid can hold."""
+        step = 2 * int(getattr(self.pipe, "vae_scale_factor", 8))  # latents are packed in 2x2 patches
+        return max(step, width // step * step), max(step, height // step * step)
 
     def _translate(self, exc: Exception, batch: int) -> BackendError:
         if _is_out_of_memory(exc):
@@ -472,12 +498,22 @@ class DiffusersBackend(Backend):
         self.steps = _positive_int(spec, "steps")
         self.width = _positive_int(spec, "width", multiple_of=8)
         self.height = _positive_int(spec, "height", multiple_of=8)
+        if self.kind.area_arg is not None and (self.width is None) != (self.height is None):
+            raise ConfigError(
+                f"spec '{spec}': {self.source.class_name} needs width and height together "
+                "(it keeps their ratio and area, so one alone says neither)"
+            )
         self.guidance = _float(spec, "guidance")
         self.image_guidance = _float(spec, "image_guidance")
         if self.image_guidance is not None and not self.kind.image_guidance:
             raise ConfigError(
                 f"spec '{spec}': image_guidance applies to InstructPix2Pix pipelines, not {self.source.class_name}"
             )
+        self.strength = _float(spec, "strength")
+        if self.strength is not None and not self.kind.needs_strength:
+            raise ConfigError(f"spec '{spec}': strength applies to FLUX Fill pipelines, not {self.source.class_name}")
+        if self.strength is not None and not 0 < self.strength <= 1:
+            raise ConfigError(f"spec '{spec}': strength must be in (0, 1], got {self.strength}")
         self.device = _resolve_device(spec)
         self.dtype = _resolve_dtype(spec, self.device)
         default_batch = 4 if self.device.startswith("cuda") else 1
@@ -492,8 +528,16 @@ class DiffusersBackend(Backend):
 
         if self._pipeline is not None:
             return
+        if self.kind.needs_strength and (self.strength is None or self.strength >= 1):
+            # Checked here, not in the constructor, so the roles of such a model can still be read.
+            raise ConfigError(
+                f"spec '{self.spec}': {self.source.class_name} edits by masking the whole image, which hides "
+                "the image from the model; at strength 1 every edit is a new drawing that ignores the input. "
+                "Set strength below 1 (e.g. strength=0.85) so it starts from the noised input, or use an "
+                "instruction editor (FluxKontextPipeline, QwenImageEditPipeline)"
+            )
         pipeline = await anyio.to_thread.run_sync(loaded_pipeline, self.source, self.kind, self.dtype, self.device)
-        for name, value in self._call_params().items():
+        for name in self._call_params():
             if name not in pipeline.call_args:
                 raise ConfigError(f"spec '{self.spec}': {pipeline.class_name} takes no '{name}' argument")
         self._pipeline = pipeline
@@ -570,8 +614,12 @@ class DiffusersBackend(Backend):
             call[self.kind.guidance_arg] = self.guidance
         if self.image_guidance is not None:
             call["image_guidance_scale"] = self.image_guidance
+        if self.strength is not None:
+            call["strength"] = self.strength
         if self.width is not None:
             call["width"] = self.width
         if self.height is not None:
             call["height"] = self.height
+        if self.kind.area_arg is not None and self.width is not None and self.height is not None:
+            call[self.kind.area_arg] = self.width * self.height  # else the class keeps only their ratio
         return call
