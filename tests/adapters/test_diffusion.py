@@ -7,7 +7,6 @@ weights are built from configs, written with ``save_pretrained`` and loaded thro
 
 from __future__ import annotations
 
-import io
 import json
 import os
 from collections.abc import Sequence
@@ -27,7 +26,7 @@ from umni.spec import Spec
 
 from umni_adapters.diffusion import DiffusersBackend, pipeline_kind
 from umni_adapters.diffusion_batching import MicroBatcher
-from tests.adapters.tiny_diffusers import DEFAULT_SIDE, build_tiny_ip2p, build_tiny_sd
+from tests.adapters.tiny_diffusers import DEFAULT_SIDE, backend, build_tiny_ip2p, build_tiny_sd, pixels, png, started
 
 pytest.importorskip("diffusers")
 
@@ -39,27 +38,6 @@ pytest.importorskip("diffusers")
 def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("diffusers")
     return {"sd": build_tiny_sd(root / "tiny-sd"), "ip2p": build_tiny_ip2p(root / "tiny-ip2p")}
-
-
-def backend(path: Path, **params: Any) -> DiffusersBackend:
-    query = "&".join(f"{key}={value}" for key, value in params.items())
-    return DiffusersBackend(Spec.parse(f"diffusers/{path}" + (f"?{query}" if query else "")))
-
-
-def started(path: Path, **params: Any) -> DiffusersBackend:
-    made = backend(path, **params)
-    anyio.run(made.start)
-    return made
-
-
-def png(image: Image.Image) -> bytes:
-    buffer = io.BytesIO()
-    image.save(buffer, format="PNG")
-    return buffer.getvalue()
-
-
-def pixels(image: Image.Image) -> np.ndarray:
-    return np.asarray(image, dtype=np.int16)
 
 
 def noise_image(seed: int, side: int = DEFAULT_SIDE) -> Image.Image:

@@ -8,7 +8,6 @@ comes out, that a seed fixes the bytes, and that batching does not change any im
 
 from __future__ import annotations
 
-import io
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -24,14 +23,17 @@ from PIL import Image
 from umni_adapters.diffusion import DiffusersBackend
 
 from tests.adapters.tiny_diffusers import (
+    backend,
     build_tiny_flux,
     build_tiny_flux_fill,
     build_tiny_flux_kontext,
     build_tiny_qwen_image,
+    pixels,
+    png,
+    started,
 )
 from umni.errors import ConfigError
 from umni.roles import EDIT, GENERATE, Editor, Generator
-from umni.spec import Spec
 
 pytest.importorskip("diffusers")
 
@@ -47,27 +49,6 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "fill": build_tiny_flux_fill(root / "fill"),
         "qwen": build_tiny_qwen_image(root / "qwen-image"),
     }
-
-
-def backend(path: Path, **params: Any) -> DiffusersBackend:
-    query = "&".join(f"{key}={value}" for key, value in params.items())
-    return DiffusersBackend(Spec.parse(f"diffusers/{path}" + (f"?{query}" if query else "")))
-
-
-def started(path: Path, **params: Any) -> DiffusersBackend:
-    made = backend(path, **params)
-    anyio.run(made.start)
-    return made
-
-
-def png(image: Image.Image) -> bytes:
-    buffer = io.BytesIO()
-    image.save(buffer, format="PNG")
-    return buffer.getvalue()
-
-
-def pixels(image: Image.Image) -> np.ndarray:
-    return np.asarray(image, dtype=np.int16)
 
 
 def noise_image(seed: int, size: tuple[int, int] = (SIDE, SIDE)) -> Image.Image:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 #: Image side the tiny pipelines produce by default (UNet sample size times the VAE factor of 2).
 DEFAULT_SIDE = 32
@@ -57,10 +58,59 @@ def write_clip_tokenizer(directory: Path) -> Path:
     return directory
 
 
+def tiny_clip_text(tokenizer_dir: Path) -> tuple[Any, Any]:
+    """A local CLIP tokenizer and a two-layer random CLIP text encoder sized to it."""
+    from transformers import CLIPTextConfig, CLIPTextModel, CLIPTokenizer
+
+    tokenizer = CLIPTokenizer.from_pretrained(write_clip_tokenizer(tokenizer_dir))
+    config = CLIPTextConfig(
+        bos_token_id=0,
+        eos_token_id=1,
+        pad_token_id=1,
+        hidden_size=32,
+        intermediate_size=37,
+        num_attention_heads=4,
+        num_hidden_layers=2,
+        vocab_size=len(tokenizer),
+        max_position_embeddings=77,
+    )
+    return tokenizer, CLIPTextModel(config)
+
+
+def backend(path: Path, **params: Any) -> Any:
+    """A DiffusersBackend for a tiny pipeline folder, with spec parameters."""
+    from umni.spec import Spec
+    from umni_adapters.diffusion import DiffusersBackend
+
+    query = "&".join(f"{key}={value}" for key, value in params.items())
+    return DiffusersBackend(Spec.parse(f"diffusers/{path}" + (f"?{query}" if query else "")))
+
+
+def started(path: Path, **params: Any) -> Any:
+    import anyio
+
+    made = backend(path, **params)
+    anyio.run(made.start)
+    return made
+
+
+def png(image: Any) -> bytes:
+    import io
+
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def pixels(image: Any) -> Any:
+    import numpy as np
+
+    return np.asarray(image, dtype=np.int16)
+
+
 def _components(unet_in_channels: int, tmp_dir: Path) -> dict:
     import torch
     from diffusers import AutoencoderKL, UNet2DConditionModel
-    from transformers import CLIPTextConfig, CLIPTextModel, CLIPTokenizer
 
     torch.manual_seed(0)
     unet = UNet2DConditionModel(
@@ -86,19 +136,7 @@ def _components(unet_in_channels: int, tmp_dir: Path) -> dict:
         layers_per_block=1,
         sample_size=DEFAULT_SIDE,
     )
-    tokenizer = CLIPTokenizer.from_pretrained(write_clip_tokenizer(tmp_dir / "tokenizer-src"))
-    text_config = CLIPTextConfig(
-        bos_token_id=0,
-        eos_token_id=1,
-        pad_token_id=1,
-        hidden_size=32,
-        intermediate_size=37,
-        num_attention_heads=4,
-        num_hidden_layers=2,
-        vocab_size=len(tokenizer),
-        max_position_embeddings=77,
-    )
-    text_encoder = CLIPTextModel(text_config)
+    tokenizer, text_encoder = tiny_clip_text(tmp_dir / "tokenizer-src")
     return {"unet": unet, "vae": vae, "text_encoder": text_encoder, "tokenizer": tokenizer}
 
 
@@ -177,9 +215,6 @@ def _flux_components(transformer_in_channels: int, tmp_dir: Path) -> dict:
         FluxTransformer2DModel,
     )
     from transformers import (
-        CLIPTextConfig,
-        CLIPTextModel,
-        CLIPTokenizer,
         T5Config,
         T5EncoderModel,
         T5TokenizerFast,
@@ -215,20 +250,7 @@ def _flux_components(transformer_in_channels: int, tmp_dir: Path) -> dict:
         use_post_quant_conv=False,
         mid_block_add_attention=False,  # self-attention over a megapixel reference's latents is too slow
     )
-    tokenizer = CLIPTokenizer.from_pretrained(write_clip_tokenizer(tmp_dir / "clip-tokenizer-src"))
-    text_encoder = CLIPTextModel(
-        CLIPTextConfig(
-            bos_token_id=0,
-            eos_token_id=1,
-            pad_token_id=1,
-            hidden_size=32,
-            intermediate_size=37,
-            num_attention_heads=4,
-            num_hidden_layers=2,
-            vocab_size=len(tokenizer),
-            max_position_embeddings=77,
-        )
-    )
+    tokenizer, text_encoder = tiny_clip_text(tmp_dir / "clip-tokenizer-src")
     tokenizer_2 = T5TokenizerFast.from_pretrained(write_t5_tokenizer(tmp_dir / "t5-tokenizer-src"))
     text_encoder_2 = T5EncoderModel(
         T5Config(
