@@ -10,23 +10,15 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
+from .repo import load_repo_module
 
 
 def _tiny_builder() -> Any:
-    path = REPO / "tests" / "adapters" / "tiny_diffusers.py"
-    spec = importlib.util.spec_from_file_location("umni_bench_tiny_diffusers", path)
-    if spec is None or spec.loader is None or not path.exists():
-        raise FileNotFoundError(f"{path} is missing; the batching benchmark needs the repository checkout")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_repo_module("tests/adapters/tiny_diffusers.py", "umni_bench_tiny_diffusers", "the batching benchmark")
 
 
 def run(*, n: int, batch_size: int, steps: int, side: int) -> dict[str, Any]:

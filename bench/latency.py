@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 

@@ -8,28 +8,19 @@ prints the base URL on its first line and serves until its standard input closes
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
+from .repo import REPO, load_repo_module
 
 
 def load_stub_module() -> Any:
-    """tests/support/openai_server.py, loaded by file path (tests/ is not an installed package)."""
-    path = REPO / "tests" / "support" / "openai_server.py"
-    spec = importlib.util.spec_from_file_location("umni_bench_openai_server", path)
-    if spec is None or spec.loader is None or not path.exists():
-        raise FileNotFoundError(f"{path} is missing; the HTTP latency benchmark needs the repository checkout")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    """tests/support/openai_server.py, the stub OpenAI-compatible server."""
+    return load_repo_module("tests/support/openai_server.py", "umni_bench_openai_server", "the HTTP latency benchmark")
 
 
 class StubProcess:
