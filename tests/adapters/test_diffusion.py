@@ -26,7 +26,7 @@ from umni.spec import Spec
 
 from umni_adapters.diffusion import DiffusersBackend, pipeline_kind
 from umni_adapters.diffusion_batching import MicroBatcher
-from tests.adapters.tiny_diffusers import DEFAULT_SIDE, backend, build_tiny_ip2p, build_tiny_sd, pixels, png, started
+from tests.adapters.tiny_diffusers import DEFAULT_SIDE, backend, concurrently, build_tiny_ip2p, build_tiny_sd, pixels, png, started
 
 pytest.importorskip("diffusers")
 
@@ -71,21 +71,8 @@ def unspy(made: DiffusersBackend) -> None:
 
 def generate_all(made: DiffusersBackend, jobs: Sequence[tuple[str, int]]) -> list[Any]:
     """Run the jobs as concurrent requests (as the engine's task group would): images or errors."""
-    results: list[Any] = [None] * len(jobs)
-
-    async def one(index: int, prompt: str, seed: int) -> None:
-        try:
-            results[index] = (await made.generate([prompt], seed=seed)).image
-        except BackendError as exc:
-            results[index] = exc
-
-    async def main() -> None:
-        async with anyio.create_task_group() as group:
-            for index, (prompt, seed) in enumerate(jobs):
-                group.start_soon(one, index, prompt, seed)
-
-    anyio.run(main)
-    return results  # type: ignore[return-value]
+    calls = [lambda p=prompt, s=seed: made.generate([p], seed=s) for prompt, seed in jobs]
+    return [r if isinstance(r, BackendError) else r.image for r in concurrently(calls, catch=(BackendError,))]
 
 
 def generate_one(made: DiffusersBackend, prompt: str, seed: int) -> Image.Image:
@@ -176,18 +163,8 @@ def test_micro_batching_merges_only_compatible_requests_up_to_batch_size(models:
 
 
 def edit_all(made: DiffusersBackend, jobs: Sequence[tuple[Image.Image, str, int]]) -> list[Image.Image]:
-    results: list[Image.Image | None] = [None] * len(jobs)
-
-    async def one(index: int, image: Image.Image, instruction: str, seed: int) -> None:
-        results[index] = (await made.edit([image], instruction, seed=seed)).image
-
-    async def main() -> None:
-        async with anyio.create_task_group() as group:
-            for index, job in enumerate(jobs):
-                group.start_soon(one, index, *job)
-
-    anyio.run(main)
-    return results  # type: ignore[return-value]
+    calls = [lambda i=image, t=instruction, s=seed: made.edit([i], t, seed=s) for image, instruction, seed in jobs]
+    return [reply.image for reply in concurrently(calls)]
 
 
 def test_edit_keeps_size_is_deterministic_and_batch_independent(models: dict[str, Path]) -> None:

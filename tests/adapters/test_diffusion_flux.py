@@ -28,6 +28,7 @@ from tests.adapters.tiny_diffusers import (
     build_tiny_flux_fill,
     build_tiny_flux_kontext,
     build_tiny_qwen_image,
+    concurrently,
     pixels,
     png,
     started,
@@ -85,33 +86,13 @@ def unspy(made: DiffusersBackend) -> None:
 
 def generate_all(made: DiffusersBackend, jobs: Sequence[tuple[str, int]]) -> list[Image.Image]:
     """The jobs as concurrent requests, as the engine's task group sends them."""
-    results: list[Any] = [None] * len(jobs)
-
-    async def one(index: int, prompt: str, seed: int) -> None:
-        results[index] = (await made.generate([prompt], seed=seed)).image
-
-    async def main() -> None:
-        async with anyio.create_task_group() as group:
-            for index, (prompt, seed) in enumerate(jobs):
-                group.start_soon(one, index, prompt, seed)
-
-    anyio.run(main)
-    return results
+    calls = [lambda p=prompt, s=seed: made.generate([p], seed=s) for prompt, seed in jobs]
+    return [reply.image for reply in concurrently(calls)]
 
 
 def edit_all(made: DiffusersBackend, jobs: Sequence[tuple[Image.Image, str, int]]) -> list[Image.Image]:
-    results: list[Any] = [None] * len(jobs)
-
-    async def one(index: int, image: Image.Image, instruction: str, seed: int) -> None:
-        results[index] = (await made.edit([image], instruction, seed=seed)).image
-
-    async def main() -> None:
-        async with anyio.create_task_group() as group:
-            for index, job in enumerate(jobs):
-                group.start_soon(one, index, *job)
-
-    anyio.run(main)
-    return results
+    calls = [lambda i=image, t=instruction, s=seed: made.edit([i], t, seed=s) for image, instruction, seed in jobs]
+    return [reply.image for reply in concurrently(calls)]
 
 
 PROMPTS = [("a red cube", 11), ("the blue sky over the sea", 22), ("an apple", 33)]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 #: Image side the tiny pipelines produce by default (UNet sample size times the VAE factor of 2).
@@ -92,6 +93,30 @@ def started(path: Path, **params: Any) -> Any:
     made = backend(path, **params)
     anyio.run(made.start)
     return made
+
+
+def concurrently(calls: Sequence[Callable[[], Awaitable[Any]]], *, catch: tuple[type[BaseException], ...] = ()) -> list[Any]:
+    """Await the calls as concurrent requests (as the engine's task group sends them), in order.
+
+    Exceptions of the `catch` types are returned in place of a result; others propagate.
+    """
+    import anyio
+
+    results: list[Any] = [None] * len(calls)
+
+    async def one(index: int) -> None:
+        try:
+            results[index] = await calls[index]()
+        except catch as exc:
+            results[index] = exc
+
+    async def main() -> None:
+        async with anyio.create_task_group() as group:
+            for index in range(len(calls)):
+                group.start_soon(one, index)
+
+    anyio.run(main)
+    return results
 
 
 def png(image: Any) -> bytes:
