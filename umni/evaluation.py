@@ -194,15 +194,12 @@ async def evaluate_async(
         events = EventLog(out / "events.jsonl")
         started = time.time()
         done_before = store.complete_ids()
-        reused_nodes = 0
         by_id = {protocol.case_id(c): c for c in cases}
-        jobs = []
-        for position, case in enumerate(cases):
-            cid = protocol.case_id(case)
-            if cid in done_before:
-                reused_nodes += len((store.record(cid) or {}).get("nodes", {}))
-                continue
-            jobs.append(CaseJob(position, cid, lambda case=case: protocol.build(case, options)))
+        jobs = [
+            CaseJob(position, cid, lambda case=case: protocol.build(case, options))
+            for position, (cid, case) in enumerate(by_id.items())
+            if cid not in done_before
+        ]
 
         def case_done(job: CaseJob, graph: Graph, outcomes: dict[str, Outcome]) -> None:
             record = protocol.record(by_id[job.case_id], outcomes, options)
@@ -231,8 +228,9 @@ async def evaluate_async(
             if close_backends:
                 for backend in bindings.unique():
                     await backend.ensure_closed()
-        wanted = set(by_id)
-        records = [r for r in store.records() if r.get("case_id") in wanted]
+        records = [r for r in store.records() if r.get("case_id") in by_id]
+        # nodes of cases finished by an earlier invocation count as reused (cached) work
+        reused_nodes = sum(len(r.get("nodes", {})) for r in records if r["case_id"] in done_before)
         summary = _summary(protocol, options, case_set, bindings, records, stats, reused_nodes, time.time() - started)
         if prices is not None:
             summary["cost"] = estimate(summary["usage"], summary["bindings"], prices)

@@ -109,9 +109,5 @@ class RunStore:
         rows = self.db.execute("SELECT record FROM cases ORDER BY position")
         return [json.loads(r[0]) for r in rows]
 
-    def record(self, case_id: str) -> dict[str, Any] | None:
-        row = self.db.execute("SELECT record FROM cases WHERE case_id=?", (case_id,)).fetchone()
-        return json.loads(row[0]) if row else None
-
     def close(self) -> None:
         self.db.close()
