@@ -99,3 +99,16 @@ class DegenerateOutput(OutputFailure):
 
 class ConfigError(InputError):
     """A spec, role or option that cannot be honoured; says what would work."""
+
+
+class StorageError(UmniError):
+    """The disk, not the model or the input, failed: full, read-only, no permission, or a damaged database.
+
+    It is never recorded as a node outcome (the model did nothing wrong): the runner lets it through, the
+    CLI prints one line and exits 1, and a resume once the disk is fixed gives the uninterrupted result.
+    """
+
+    def __init__(self, message: str, *, path: str | Path | None = None) -> None:
+        self.message = message
+        self.path = str(path) if path is not None else None
+        super().__init__(f"{self.path}: {message}" if self.path else message)
