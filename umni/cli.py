@@ -50,6 +50,7 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="umni", description="Evaluate unified multimodal models as async graphs.")
+    parser.add_argument("--version", action="version", version=f"umni {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     run = sub.add_parser("run", help="run (or resume) a protocol")
@@ -74,7 +75,16 @@ def build_parser() -> argparse.ArgumentParser:
     agree.add_argument("--human", type=Path, help="CSV with case_id, metric, rating")
     agree.add_argument("--plot", type=Path, help="scatter plot path (with --human; default RUN/agreement.png)")
 
-    sub.add_parser("protocols", help="list protocols and the roles they use")
+    protocols = sub.add_parser("protocols", help="list protocols and the roles they use")
+    protocols.add_argument("--options", action="store_true", help="also list each protocol's --option keys with defaults")
+
+    view = sub.add_parser("view", help="browse runs and sweeps in a local web viewer (127.0.0.1)")
+    view.add_argument("dirs", type=Path, nargs="*", metavar="DIR", help="run directories or sweep folders (default: runs)")
+    view.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: any free port)")
+    view.add_argument("--open", action="store_true", help="open the page in the default browser")
+
+    runs = sub.add_parser("runs", help="list run directories: protocol, bindings, date, headline score")
+    runs.add_argument("dirs", type=Path, nargs="*", metavar="DIR", help="folders to search (default: runs)")
     sub.add_parser("backends", help="list backend providers and the roles they fill")
 
     cases = sub.add_parser("cases", help="check a case file, or print a case schema")
@@ -155,9 +165,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:
-    from .leaderboard import build_tables, find_summaries, write_leaderboard
+    from .leaderboard import build_tables, find_runs, write_leaderboard
 
-    tables = build_tables(find_summaries(args.dirs))
+    tables = build_tables(find_runs(args.dirs))
     if args.out:
         paths = write_leaderboard(tables, args.out)
         print("\n".join(f"{kind}: {path}" for kind, path in paths.items()))
@@ -201,6 +211,7 @@ def cmd_agree(args: argparse.Namespace) -> int:
 
 def cmd_protocols(args: argparse.Namespace) -> int:
     from .protocol import get_protocol, known_protocols
+    from .runs import option_lines
 
     for name in known_protocols():
         try:
@@ -209,7 +220,30 @@ def cmd_protocols(args: argparse.Namespace) -> int:
             print(f"{name:<10} (unavailable: {exc})")
             continue
         print(f"{name:<10} {protocol.title}  roles: {', '.join(protocol.roles)}")
+        if args.options:
+            for line in option_lines(protocol.Options):
+                print(f"    {line}")
     return EXIT_OK
+
+
+def cmd_view(args: argparse.Namespace) -> int:
+    from .viewer import serve
+
+    serve(args.dirs or [Path("runs")], port=args.port, open_browser=args.open)
+    return EXIT_OK
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    from .runs import find_run_dirs, format_runs
+
+    print(format_runs(find_run_dirs(args.dirs or [Path("runs")])))
+    return EXIT_OK
+
+
+def _version() -> str:
+    from . import __version__
+
+    return __version__
 
 
 def cmd_backends(args: argparse.Namespace) -> int:
@@ -251,6 +285,8 @@ COMMANDS = {
     "rejudge": cmd_rejudge,
     "agree": cmd_agree,
     "protocols": cmd_protocols,
+    "view": cmd_view,
+    "runs": cmd_runs,
     "backends": cmd_backends,
     "cases": cmd_cases,
 }

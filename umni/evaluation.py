@@ -34,6 +34,7 @@ from .pricing import default_price_file, estimate, load_prices
 from .protocol import CaseSet, Protocol, get_protocol
 from .runner import CaseJob, LanePool, RetryPolicy, Runner
 from .store import Cache, RunStore
+from .transcript import case_transcript
 
 
 def default_cache_dir() -> Path:
@@ -203,6 +204,7 @@ async def evaluate_async(
 
         def case_done(job: CaseJob, graph: Graph, outcomes: dict[str, Outcome]) -> None:
             record = protocol.record(by_id[job.case_id], outcomes, options)
+            record["transcript"] = case_transcript(graph, outcomes)  # for the viewer; never in a cache key
             complete = all(o.status in ("computed", "cached", "skipped") for o in outcomes.values())
             store.put(job.case_id, job.position, record, complete)
 

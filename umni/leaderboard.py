@@ -1,10 +1,14 @@
-"""Leaderboards: many runs' summaries side by side, in the papers' table layouts.
+"""Leaderboards: many runs side by side, each protocol in its paper's table layout.
 
-Each protocol's `scores` nest one level: scalar scores form the main table, each dict of scores
-(stages, questions, domains, dimensions, tasks …) its own table. Runs of one protocol with
-different options (UmniBench's single-ability modes, say) go in separate tables. Failure counts
-stand beside the scores in the main table, so a high score with many failures is visible as such, and so does the pinned judge
-of judged protocols.
+Every score cell carries its coverage (answered / total) and is marked ``*`` when computed on
+incomplete coverage, so a high score on a run where most nodes failed reads as such; each row
+also shows the run's node coverage and failure count. The headline score of a run whose
+``results.jsonl`` is at hand gets a seeded percentile-bootstrap 95 % interval over cases. Runs
+are sorted by their headline score, and labelled so that no two rows read the same.
+
+Layouts: GENIUS (Overall, RC/VC/AQ and one column per dimension), AEGIS (task × domain-group main
+table), WISE (category table), GIR-Bench (task table), UmniBench (stages, questions, domains);
+any other protocol gets its scalar scores flattened into one table.
 """
 
 from __future__ import annotations
@@ -12,32 +16,144 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections import defaultdict
-from collections.abc import Iterable
+import math
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .errors import InputError
 from .report import format_cell
+
+#: Resamples for the headline bootstrap interval (percentile method, seed 0).
+BOOTSTRAP_RESAMPLES = 300
+BOOTSTRAP_SEED = 0
+
+
+@dataclass
+class Cell:
+    """One score with what it was computed on: `answered` of `total` items, and a 95 % interval."""
+
+    value: Any
+    answered: int | None = None
+    total: int | None = None
+    ci: tuple[float, float] | None = None
+    #: a coverage cell (no score of its own): printed as `answered/total`
+    coverage_only: bool = False
+
+    @property
+    def incomplete(self) -> bool:
+        return self.answered is not None and self.total is not None and self.answered < self.total
+
+    def text(self) -> str:
+        if self.value is None and self.ci is None and self.answered is not None and self.total is not None and self.coverage_only:
+            return f"{self.answered}/{self.total}" + ("*" if self.incomplete else "")
+        text = format_cell(self.value)
+        if self.ci is not None:
+            text += f" [{format_cell(self.ci[0])}, {format_cell(self.ci[1])}]"
+        if self.answered is not None and self.total is not None:
+            text += f" ({self.answered}/{self.total})"
+        if self.incomplete and self.value is not None:
+            text += "*"
+        return text
+
+
+@dataclass
+class Row:
+    run: str
+    keys: list[str]
+    cells: list[Cell]
+    coverage: Cell
+    failures: int
 
 
 @dataclass
 class Table:
+    """A leaderboard table: key columns (run, maybe task), score columns, coverage and failures."""
+
     title: str
+    protocol: str
+    key_columns: list[str]
     columns: list[str]
-    rows: list[tuple[str, list[Any]]] = field(default_factory=list)
+    rows: list[Row] = field(default_factory=list)
+    note: str = ""
 
     def markdown(self) -> str:
-        head = "| run | " + " | ".join(self.columns) + " |"
-        rule = "|---" * (len(self.columns) + 1) + "|"
-        body = ["| " + label + " | " + " | ".join(format_cell(v) for v in values) + " |" for label, values in self.rows]
-        return "\n".join([f"### {self.title}", "", head, rule, *body])
+        """GitHub Markdown; always a valid table (escaped cells, a row even when no run has scores)."""
+        header = [*self.key_columns, *self.columns, "coverage", "failures"]
+        lines = [f"### {_md(self.title)}", "", "| " + " | ".join(_md(h) for h in header) + " |", "|" + "---|" * len(header)]
+        for row in self.rows:
+            cells = [*row.keys, *(c.text() for c in row.cells), row.coverage.text(), str(row.failures)]
+            lines.append("| " + " | ".join(_md(c) for c in cells) + " |")
+        if not self.rows:
+            lines.append("| " + " | ".join(["—"] * len(header)) + " |")
+        notes = ["`*` computed on incomplete coverage (answered/total in brackets)"]
+        if self.note:
+            notes.insert(0, self.note)
+        return "\n".join([*lines, "", *(_md(n, table=False) for n in notes)])
 
     def to_json(self) -> dict[str, Any]:
-        return {"title": self.title, "columns": self.columns, "rows": [{"run": l, "values": v} for l, v in self.rows]}
+        def cell(c: Cell) -> dict[str, Any]:
+            return {"value": c.value, "answered": c.answered, "total": c.total, "ci": list(c.ci) if c.ci else None, "incomplete": c.incomplete}
+
+        return {
+            "title": self.title,
+            "protocol": self.protocol,
+            "key_columns": self.key_columns,
+            "columns": self.columns,
+            "note": self.note,
+            "rows": [
+                {"run": r.run, "keys": r.keys, "cells": [cell(c) for c in r.cells], "coverage": cell(r.coverage), "failures": r.failures}
+                for r in self.rows
+            ],
+        }
+
+    def long_rows(self) -> Iterable[list[Any]]:
+        """Tidy rows: one per run × metric (the metric named by table, row keys and column)."""
+        for row in self.rows:
+            prefix = "/".join(row.keys[1:])
+            for column, c in zip(self.columns, row.cells):
+                metric = f"{prefix}/{column}" if prefix else column
+                yield [self.protocol, self.title, row.run, metric, _csv(c.value), _csv(c.answered), _csv(c.total),
+                       _csv(c.ci[0] if c.ci else None), _csv(c.ci[1] if c.ci else None), c.incomplete, row.failures]
 
 
+LONG_HEADER = ["protocol", "table", "run", "metric", "value", "answered", "total", "ci_low", "ci_high", "incomplete", "run_failures"]
+
+
+def _csv(value: Any) -> Any:
+    return "" if value is None else value
+
+
+def _md(text: Any, *, table: bool = True) -> str:
+    out = str(text).replace("\r", " ").replace("\n", " ")
+    return out.replace("|", "\\|") if table else out
+
+
+# ----------------------------------------------------------------------------------------- runs
+@dataclass
+class Run:
+    """One run's summary, with its directory when known (for bootstrap intervals and seeds)."""
+
+    summary: dict[str, Any]
+    path: Path | None = None
+    label: str = ""
+
+    def records(self) -> list[dict[str, Any]]:
+        if self.path is None or not (self.path / "results.jsonl").exists():
+            return []
+        return [json.loads(line) for line in (self.path / "results.jsonl").read_text().splitlines() if line.strip()]
+
+    def seed(self) -> Any:
+        manifest = self.path / "run.json" if self.path else None
+        if manifest is not None and manifest.exists():
+            try:
+                return json.loads(manifest.read_text()).get("seed")
+            except json.JSONDecodeError:
+                return None
+        return None
 
 
 def run_label(summary: dict[str, Any]) -> str:
@@ -53,9 +169,39 @@ def run_label(summary: dict[str, Any]) -> str:
     return label
 
 
-def find_summaries(paths: Iterable[Path]) -> list[dict[str, Any]]:
-    """Summaries from run directories, or from folders holding run directories (a sweep)."""
-    found: list[dict[str, Any]] = []
+def label_runs(runs: list[Run]) -> list[Run]:
+    """Give every run a label no other run of its protocol shares: bindings, then the options and
+    seed that differ, then the run directory's name."""
+    for run in runs:
+        run.label = run_label(run.summary)
+    by_protocol: dict[str, list[Run]] = {}
+    for run in runs:
+        by_protocol.setdefault(run.summary.get("protocol", "?"), []).append(run)
+    for members in by_protocol.values():
+        labels = [r.label for r in members]
+        clashing = [r for r in members if labels.count(r.label) > 1]
+        if not clashing:
+            continue
+        options = [r.summary.get("options", {}) for r in clashing]
+        keys = sorted({k for o in options for k in o})
+        differing = [k for k in keys if len({json.dumps(o.get(k), sort_keys=True) for o in options}) > 1]
+        seeds = [r.seed() for r in clashing]
+        for run, opts, seed in zip(clashing, options, seeds):
+            extra = [f"{k}={opts.get(k)}" for k in differing]
+            if len(set(map(str, seeds))) > 1:
+                extra.append(f"seed={seed}")
+            if extra:
+                run.label += " [" + ", ".join(extra) + "]"
+        labels = [r.label for r in members]
+        for run in members:
+            if labels.count(run.label) > 1 and run.path is not None:
+                run.label += f" @{run.path.name}"
+    return runs
+
+
+def find_runs(paths: Iterable[Path]) -> list[Run]:
+    """Runs from run directories, or from folders holding run directories (a sweep)."""
+    found: list[Run] = []
     for path in paths:
         path = Path(path)
         candidates = [path / "summary.json"] if (path / "summary.json").exists() else sorted(path.rglob("summary.json"))
@@ -63,73 +209,279 @@ def find_summaries(paths: Iterable[Path]) -> list[dict[str, Any]]:
             raise InputError("no summary.json found (not a run directory, nor a folder of runs)", path=path)
         for candidate in candidates:
             try:
-                found.append(json.loads(candidate.read_text()))
+                found.append(Run(json.loads(candidate.read_text()), candidate.parent))
             except json.JSONDecodeError as exc:
                 raise InputError(f"invalid JSON ({exc.msg})", path=candidate) from None
     return found
 
 
+def find_summaries(paths: Iterable[Path]) -> list[dict[str, Any]]:
+    """Summaries from run directories, or from folders holding run directories (a sweep)."""
+    return [run.summary for run in find_runs(paths)]
+
+
+# ----------------------------------------------------------------------------------- coverage
+def run_coverage(summary: dict[str, Any]) -> tuple[Cell, int]:
+    """Nodes that produced a result out of all nodes, and the failed-node count (blocked apart)."""
+    failures = summary.get("failures", {})
+    failed = sum(v for k, v in failures.items() if k != "blocked" and isinstance(v, int))
+    blocked = failures.get("blocked", 0) or 0
+    nodes = summary.get("counts", {}).get("nodes") or 0
+    skipped = summary.get("counts", {}).get("skipped", 0) or 0
+    total = max(nodes - skipped, 0)
+    return Cell(None, max(total - failed - blocked, 0), total, coverage_only=True), failed
+
+
+def coverage_line(summary: dict[str, Any]) -> str:
+    """`answered/total nodes` for CLI summaries and reports, flagged when incomplete."""
+    cell, failed = run_coverage(summary)
+    flag = " — INCOMPLETE: scores computed on partial coverage" if cell.incomplete else ""
+    return f"coverage: {cell.answered}/{cell.total} nodes answered, {failed} failed{flag}"
+
+
+# ------------------------------------------------------------------------------------ bootstrap
+def bootstrap_headline(run: Run, key: str = "overall") -> tuple[float, float] | None:
+    """95 % percentile-bootstrap interval of `scores[key]`, resampling cases (seeded).
+
+    Each resample is re-scored with the protocol's own `summarize`, so the interval follows the
+    official formula whatever it is. None when the records or the protocol are unavailable.
+    """
+    from .protocol import get_protocol
+
+    records = run.records()
+    if len(records) < 2:
+        return None
+    try:
+        protocol = get_protocol(run.summary["protocol"])
+        options = _options(protocol, run.summary.get("options", {}))
+    except Exception:  # an unknown or changed protocol: no interval rather than a wrong one
+        return None
+    rng = np.random.default_rng(BOOTSTRAP_SEED)
+    draws = [rng.integers(0, len(records), len(records)) for _ in range(BOOTSTRAP_RESAMPLES)]
+    stats: list[float] = []
+    try:
+        for idx in draws:
+            value = _number(protocol.summarize([records[i] for i in idx], options).get(key))
+            if value is not None:
+                stats.append(value)
+    except Exception:
+        # a scorer that refuses repeated cases (GENIUS keys items by id): resample the per-case
+        # headline instead, each case scored alone by the same formula
+        per_case = []
+        for record in records:
+            try:
+                per_case.append(_number(protocol.summarize([record], options).get(key)))
+            except Exception:
+                per_case.append(None)
+        values = np.array([np.nan if v is None else v for v in per_case])
+        stats = [float(np.nanmean(values[idx])) for idx in draws if not np.isnan(values[idx]).all()]
+    if len(stats) < BOOTSTRAP_RESAMPLES // 2:
+        return None
+    low, high = np.percentile(stats, [2.5, 97.5])
+    return round(float(low), 2), round(float(high), 2)
+
+
+def _options(protocol: Any, dumped: dict[str, Any]) -> Any:
+    """The run's options object back from summary.json (as recorded, even where a validator would
+    reject the dump of its own defaults)."""
+    try:
+        return protocol.Options.model_validate(dumped)
+    except Exception:
+        return protocol.Options.model_construct(**dumped)
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return None if math.isnan(value) else float(value)
+
+
+# -------------------------------------------------------------------------------------- layouts
+Layout = Callable[[list[Run], bool], list[Table]]
+
+
+def _sort_key(table: Table, column: int) -> Callable[[Row], tuple[int, float]]:
+    def key(row: Row) -> tuple[int, float]:
+        value = _number(row.cells[column].value) if row.cells else None
+        return (1, 0.0) if value is None else (0, -value)
+
+    return key
+
+
+def _rows_table(title: str, protocol: str, runs: list[Run], columns: list[str], cells: Callable[[Run], list[Cell]], *, sort_on: int = 0, note: str = "") -> Table:
+    table = Table(title, protocol, ["run"], columns, note=note)
+    for run in runs:
+        coverage, failed = run_coverage(run.summary)
+        table.rows.append(Row(run.label, [run.label], cells(run), coverage, failed))
+    table.rows.sort(key=_sort_key(table, sort_on))
+    return table
+
+
+def _headline(run: Run, with_ci: bool, answered: int | None, total: int | None) -> Cell:
+    value = run.summary.get("scores", {}).get("overall")
+    return Cell(value, answered, total, bootstrap_headline(run) if with_ci and value is not None else None)
+
+
+def _umnibench(runs: list[Run], with_ci: bool) -> list[Table]:
+    stages = {"generation": ["Q1", "Q2", "Q3"], "interaction": ["Q4", "Q5", "Q6"], "counterfactual": ["Q7", "Q8", "Q9"]}
+
+    def counts(s: dict[str, Any], qs: Iterable[str]) -> tuple[int, int]:
+        answered = sum(s.get("answered", {}).get(q, 0) for q in qs)
+        return answered, answered + sum(s.get("failed", {}).get(q, 0) for q in qs)
+
+    def main(run: Run) -> list[Cell]:
+        s = run.summary["scores"]
+        every = [q for qs in stages.values() for q in qs]
+        return [_headline(run, with_ci, *counts(s, every))] + [Cell(s.get("stages", {}).get(st), *counts(s, qs)) for st, qs in stages.items()]
+
+    questions = sorted({q for r in runs for q in r.summary["scores"].get("questions", {})}, key=lambda q: int(q[1:]) if q[1:].isdigit() else 99)
+    domains = sorted({d for r in runs for d in r.summary["scores"].get("domains", {})})
+    return [
+        _rows_table("UmniBench · overall and stages", "umnibench", runs, ["Overall", "Generation", "Interaction", "Counterfactual"], main,
+                    note="Overall with its 95 % bootstrap interval over cases"),
+        _rows_table("UmniBench · questions", "umnibench", runs, questions,
+                    lambda r: [Cell(r.summary["scores"]["questions"].get(q), *counts(r.summary["scores"], [q])) for q in questions]),
+        _rows_table("UmniBench · domains", "umnibench", runs, domains,
+                    lambda r: [Cell(r.summary["scores"].get("domains", {}).get(d)) for d in domains]),
+    ]
+
+
+def _genius(runs: list[Run], with_ci: bool) -> list[Table]:
+    dims = sorted({d for r in runs for d in r.summary["scores"].get("dimensions", {})})
+
+    def cells(run: Run) -> list[Cell]:
+        s = run.summary["scores"]
+        cases = s.get("cases")
+        scored = s.get("scored", {})
+        weights = s.get("weights", {"rc": 0.6, "vc": 0.35, "aq": 0.05})
+        out = [_headline(run, with_ci, min(scored.values()) if scored else None, cases)]
+        out += [Cell(s.get(m), scored.get(m), cases) for m in ("rc", "vc", "aq")]
+        for dim in dims:
+            d = s.get("dimensions", {}).get(dim)
+            if not d:
+                out.append(Cell(None))
+                continue
+            parts = [_number(d.get(m)) for m in ("rc", "vc", "aq")]
+            value = round(sum(weights[m] * p for m, p in zip(("rc", "vc", "aq"), parts)), 2) if None not in parts else None
+            items = d.get("items")
+            out.append(Cell(value, items - d.get("missing_outputs", 0) if items is not None else None, items))
+        return out
+
+    return [_rows_table("GENIUS · dimensions", "genius", runs, ["Overall", "RC", "VC", "AQ", *dims], cells,
+                        note="dimension columns: RC/VC/AQ combined with the run's weights (as Overall)")]
+
+
+def _aegis(runs: list[Run], with_ci: bool) -> list[Table]:
+    groups = ["STEM", "Humanities", "Daily life"]
+    tasks = ["understanding", "generation", "editing", "interleaved", "overall"]
+    table = Table("AEGIS · task × domain group", "aegis", ["run", "task"], [*groups, "Overall"],
+                  note="runs sorted by Overall; Overall (overall row) with its 95 % bootstrap interval")
+    ordered = sorted(runs, key=lambda r: -(_number(r.summary["scores"].get("overall")) or -1e9))
+    for run in ordered:
+        coverage, failed = run_coverage(run.summary)
+        main = run.summary["scores"].get("main_table", {})
+        for task in tasks:
+            row = main.get(task)
+            if row is None:
+                continue
+            scored = row.get("scored")
+            total = (scored or 0) + (row.get("inference_failures") or 0) + (row.get("evaluation_failures") or 0)
+            overall = Cell(row.get("overall"), scored, total)
+            if task == "overall" and with_ci and row.get("overall") is not None:
+                overall.ci = bootstrap_headline(run)
+            table.rows.append(Row(run.label, [run.label, task], [Cell(row.get(g)) for g in groups] + [overall], coverage, failed))
+    return [table]
+
+
+def _wise(runs: list[Run], with_ci: bool) -> list[Table]:
+    cats = ["culture", "time", "space", "biology", "physics", "chemistry"]
+
+    def cells(run: Run) -> list[Cell]:
+        s = run.summary["scores"]
+        scored, failed = s.get("scored_by_category", {}), s.get("failed_by_category", {})
+        out = [Cell(s.get(c), scored.get(c), (scored.get(c) or 0) + (failed.get(c) or 0)) if c in scored else Cell(s.get(c)) for c in cats]
+        expected = s.get("expected") or ((s.get("scored") or 0) + (s.get("failed") or 0))
+        return out + [_headline(run, with_ci, s.get("scored"), expected)]
+
+    metric = {r.summary["scores"].get("metric", "score") for r in runs}
+    return [_rows_table(f"WISE · categories ({'/'.join(sorted(metric))})", "wise", runs, [c.capitalize() for c in cats] + ["Overall"], cells,
+                        sort_on=len(cats))]
+
+
+def _girbench(runs: list[Run], with_ci: bool) -> list[Table]:
+    metrics: list[str] = []
+    for run in runs:
+        metrics += [m for m in run.summary["scores"].get("metrics", {}) if m not in metrics]
+
+    def cells(run: Run) -> list[Cell]:
+        s = run.summary["scores"]
+        ms = s.get("metrics", {})
+        out = [Cell(ms[m].get("score"), ms[m].get("scored"), ms[m].get("cases")) if m in ms else Cell(None) for m in metrics]
+        part = [ms[m] for m in s.get("overall_of", []) if m in ms]
+        answered = sum(p.get("scored") or 0 for p in part) if part else None
+        total = sum(p.get("cases") or 0 for p in part) if part else None
+        return out + [_headline(run, with_ci, answered, total)]
+
+    return [_rows_table("GIR-Bench · tasks", "girbench", runs, [*metrics, "Overall"], cells, sort_on=len(metrics),
+                        note="Overall averages the tasks that were run (scores.overall_of)")]
+
+
+def _generic(runs: list[Run], with_ci: bool) -> list[Table]:
+    protocol = runs[0].summary.get("protocol", "?")
+    columns: list[str] = []
+    for run in runs:
+        columns += [k for k, v in _flatten(run.summary.get("scores", {})).items() if k not in columns and (_number(v) is not None or v is None)]
+
+    def cells(run: Run) -> list[Cell]:
+        flat = _flatten(run.summary.get("scores", {}))
+        return [_headline(run, with_ci, None, None) if c == "overall" else Cell(flat.get(c)) for c in columns]
+
+    title = runs[0].summary.get("title", protocol)
+    return [_rows_table(str(title), protocol, runs, columns, cells, sort_on=columns.index("overall") if "overall" in columns else 0)]
+
+
 def _flatten(value: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Scalar leaves of a nested score dict, keyed `outer/inner` (AEGIS task × domain group, say)."""
     flat: dict[str, Any] = {}
     for key, item in value.items():
         if isinstance(item, dict):
             flat.update(_flatten(item, f"{prefix}{key}/"))
-        elif not isinstance(item, list):
+        elif not isinstance(item, (list, str)):
             flat[f"{prefix}{key}"] = item
     return flat
 
 
-def _option_tag(options: dict[str, Any]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in sorted(options.items()))
+LAYOUTS: dict[str, Layout] = {"umnibench": _umnibench, "genius": _genius, "aegis": _aegis, "wise": _wise, "girbench": _girbench}
 
 
-def build_tables(summaries: list[dict[str, Any]]) -> list[Table]:
-    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
-    for summary in summaries:
-        groups[(summary["protocol"], _option_tag(summary.get("options", {})))].append(summary)
+def build_tables(runs: list[Run] | list[dict[str, Any]], *, with_ci: bool = True) -> list[Table]:
+    """The paper-layout tables of every protocol among `runs` (Run objects or bare summaries)."""
+    items = [r if isinstance(r, Run) else Run(r, Path(r["run_dir"]) if r.get("run_dir") else None) for r in runs]
+    label_runs(items)
+    by_protocol: dict[str, list[Run]] = {}
+    for run in items:
+        by_protocol.setdefault(run.summary.get("protocol", "?"), []).append(run)
     tables: list[Table] = []
-    for (protocol, tag), members in sorted(groups.items()):
-        prefix = f"{members[0].get('title', protocol)}" + (f" [{tag}]" if tag else "")
-        main_cols: list[str] = []
-        nested: dict[str, list[str]] = {}
-        for s in members:
-            for key, value in s["scores"].items():
-                if isinstance(value, dict):
-                    cols = nested.setdefault(key, [])
-                    cols += [c for c in _flatten(value) if c not in cols]
-                elif key == "judge" or isinstance(value, (int, float)) and not isinstance(value, bool) or value is None:
-                    if key not in main_cols:
-                        main_cols.append(key)
-        failure_cols = ["cases", "failed nodes", "parse failures", "skipped cases"]
-        main = Table(prefix, main_cols + failure_cols)
-        for s in members:
-            counts = s.get("counts", {})
-            failures = s.get("failures", {})
-            extra = [counts.get("cases"), sum(v for k, v in failures.items() if k != "blocked"), failures.get("parse", 0), counts.get("skipped_cases", 0)]
-            main.rows.append((run_label(s), [s["scores"].get(c) for c in main_cols] + extra))
-        tables.append(main)
-        for key, cols in nested.items():
-            table = Table(f"{prefix} · {key}", cols)
-            for s in members:
-                values = _flatten(s["scores"].get(key) or {})
-                table.rows.append((run_label(s), [values.get(c) for c in cols]))
-            tables.append(table)
+    for protocol in sorted(by_protocol):
+        members = by_protocol[protocol]
+        try:
+            tables += LAYOUTS.get(protocol, _generic)(members, with_ci)
+        except (KeyError, TypeError, AttributeError):  # a summary of another shape: still shown, flattened
+            tables += _generic(members, with_ci)
     return tables
 
 
 def write_leaderboard(tables: list[Table], out: Path) -> dict[str, Path]:
-    """Write Markdown, CSV and JSON next to each other; return their paths."""
+    """Write Markdown, tidy long-format CSV (one row per run × metric) and JSON; return their paths."""
+    from .artifacts import atomic_write_text
+
     out.mkdir(parents=True, exist_ok=True)
     md = out / "leaderboard.md"
-    md.write_text("\n\n".join(t.markdown() for t in tables) + "\n")
+    atomic_write_text(md, "\n\n".join(t.markdown() for t in tables) + "\n")
     buffer = io.StringIO()
-    writer = csv.writer(buffer)
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(LONG_HEADER)
     for table in tables:
-        writer.writerow(["table", "run", *table.columns])
-        for label, values in table.rows:
-            writer.writerow([table.title, label, *["" if v is None else v for v in values]])
-        writer.writerow([])
-    (out / "leaderboard.csv").write_text(buffer.getvalue())
-    (out / "leaderboard.json").write_text(json.dumps([t.to_json() for t in tables], indent=2, ensure_ascii=False))
+        writer.writerows(table.long_rows())
+    atomic_write_text(out / "leaderboard.csv", buffer.getvalue())
+    atomic_write_text(out / "leaderboard.json", json.dumps([t.to_json() for t in tables], indent=2, ensure_ascii=False))
     return {"markdown": md, "csv": out / "leaderboard.csv", "json": out / "leaderboard.json"}

@@ -29,14 +29,14 @@ _env.filters["cell"] = format_cell
 
 def plot_table(table: Table, path: Path) -> Path | None:
     """A line plot (one line per run) of a table's numeric columns; None if nothing to plot."""
-    numeric = [i for i, _ in enumerate(table.columns) if any(isinstance(v[i], (int, float)) for _, v in table.rows)]
+    numeric = [i for i, _ in enumerate(table.columns) if any(isinstance(r.cells[i].value, (int, float)) for r in table.rows)]
     if len(numeric) < 2 or not table.rows:
         return None
     fig, ax = plt.subplots(figsize=(max(5.0, 0.55 * len(numeric) + 2), 3.6))
     xs = list(range(len(numeric)))
-    for label, values in table.rows:
-        ys = [values[i] if isinstance(values[i], (int, float)) else float("nan") for i in numeric]
-        ax.plot(xs, ys, marker="o", label=label[:60])
+    for row in table.rows:
+        ys = [row.cells[i].value if isinstance(row.cells[i].value, (int, float)) else float("nan") for i in numeric]
+        ax.plot(xs, ys, marker="o", label=" · ".join(row.keys)[:60])
     ax.set_xticks(xs, [table.columns[i] for i in numeric], rotation=35, ha="right", fontsize=8)
     ax.set_title(table.title, fontsize=9)
     ax.grid(alpha=0.3)
@@ -59,8 +59,6 @@ def write_sweep_report(out: Path, results: list[Any]) -> Path:
     tables = build_tables(summaries)
     plots = []
     for index, table in enumerate(tables):
-        if " · " not in table.title or table.title.endswith(("answered", "failed")):
-            continue  # the main table mixes scores with counts; plot the per-part tables
         made = plot_table(table, out / "plots" / f"table-{index}.png")
         if made is not None:
             plots.append({"title": table.title, "src": str(made.relative_to(out))})
