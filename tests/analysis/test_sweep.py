@@ -55,7 +55,7 @@ def test_leaderboard_command(tmp_path, capsys):
     capsys.readouterr()
     assert main(["leaderboard", str(tmp_path / "1"), str(tmp_path / "0.3")]) == 0
     text = capsys.readouterr().out
-    assert "sim/umm?skill=0.3" in text and "| run | overall |" in text
+    assert "sim/umm?skill=0.3" in text and "| run | Overall | Generation | Interaction | Counterfactual | coverage | failures |" in text
     assert main(["leaderboard", str(tmp_path / "1"), str(tmp_path / "0.3"), "--out", str(tmp_path / "lb")]) == 0
     assert (tmp_path / "lb" / "leaderboard.csv").read_text().count("sim/umm") >= 2
 
