@@ -4,8 +4,9 @@ An item is (case id, metric); each protocol says which per-case numbers are its 
 (`Protocol.judgements`). Two runs are compared with Pearson and Spearman correlation, exact
 agreement, mean absolute error and — when both sides are whole numbers (0/1/2 marks, Y/N) —
 Cohen's kappa. Against people (a CSV of case id, metric, rating) the papers report PLCC, SRCC and
-MAE; a scatter plot is written beside the numbers. MAE is computed on the values as given, so
-put both sides on one scale when you want it to mean something.
+MAE; a scatter plot is written beside the numbers. Ratings on another scale than the run's are
+refused, or rescaled linearly onto the run's scale when their scale is given; ratings that match
+no judgement of the run are listed.
 """
 
 from __future__ import annotations
@@ -100,9 +101,80 @@ def compare(a: Items, b: Items) -> dict[str, Any]:
     return result
 
 
-def compare_human(run_items: Items, human: Items, plot: Path | None = None) -> dict[str, Any]:
-    """PLCC, SRCC and MAE of the run's judgements against human ratings, per metric."""
-    result: dict[str, Any] = {"unmatched_ratings": len(set(human) - set(run_items)), "metrics": {}}
+#: Rating scales recognised when a scale is not given: the narrowest one holding every value.
+SCALES: tuple[tuple[float, float], ...] = ((0, 1), (0, 2), (1, 5), (0, 5), (1, 10), (0, 10), (0, 100))
+
+
+def infer_scale(values: list[float]) -> tuple[float, float] | None:
+    """The narrowest common scale (0–1, 0–2, 1–5, 0–5, 1–10, 0–10, 0–100) holding all values."""
+    low, high = min(values), max(values)
+    fitting = [s for s in SCALES if s[0] <= low and high <= s[1]]
+    return min(fitting, key=lambda s: s[1] - s[0]) if fitting else None
+
+
+def parse_scale(text: str) -> tuple[float, float]:
+    """`LOW:HIGH` (e.g. `1:5`) as two numbers, LOW < HIGH."""
+    low, sep, high = text.partition(":")
+    try:
+        scale = (float(low), float(high))
+    except ValueError:
+        scale = (0.0, 0.0)
+    if not sep or not scale[0] < scale[1]:
+        raise InputError(f"a scale is LOW:HIGH with LOW < HIGH, e.g. 1:5 (got '{text}')")
+    return scale
+
+
+def _fmt_scale(scale: tuple[float, float] | None) -> str:
+    return "unknown" if scale is None else f"{scale[0]:g}–{scale[1]:g}"
+
+
+def _align_scales(run_items: Items, human: Items, human_scale: tuple[float, float] | None) -> tuple[Items, dict[str, Any]]:
+    """Human ratings on the run's scale, per metric: rescaled linearly when `human_scale` is given,
+    refused (InputError) when the two sides are on different scales and no scale was given."""
+    aligned: Items = dict(human)
+    notes: dict[str, Any] = {}
+    for metric in sorted({m for _, m in human} & {m for _, m in run_items}):
+        run_values = [v for (_, m), v in run_items.items() if m == metric]
+        human_values = [v for (_, m), v in human.items() if m == metric]
+        run_scale = infer_scale(run_values)
+        if human_scale is None:
+            found = infer_scale(human_values)
+            if found != run_scale:
+                raise InputError(
+                    f"metric '{metric}': the human ratings look like a {_fmt_scale(found)} scale "
+                    f"(values {min(human_values):g}–{max(human_values):g}) but the run's judgements are on "
+                    f"{_fmt_scale(run_scale)}; MAE across scales means nothing. Give the ratings' scale with "
+                    "--human-scale LOW:HIGH to rescale them onto the run's scale"
+                )
+            continue
+        low, high = human_scale
+        outside = [v for v in human_values if not low <= v <= high]
+        if outside:
+            raise InputError(f"metric '{metric}': rating {outside[0]:g} lies outside --human-scale {low:g}:{high:g}")
+        target = run_scale or (min(run_values), max(run_values))
+        for key, value in human.items():
+            if key[1] == metric:
+                aligned[key] = target[0] + (value - low) / (high - low) * (target[1] - target[0])
+        notes[metric] = {"from": [low, high], "to": list(target)}
+    return aligned, notes
+
+
+def compare_human(run_items: Items, human: Items, plot: Path | None = None, *, human_scale: tuple[float, float] | None = None) -> dict[str, Any]:
+    """PLCC, SRCC and MAE of the run's judgements against human ratings, per metric.
+
+    Ratings on another scale than the run's are refused unless `human_scale` (LOW, HIGH) is
+    given, in which case they are rescaled linearly onto the run's scale first. Ratings with no
+    judgement in the run are listed under `unmatched`.
+    """
+    unmatched = sorted(set(human) - set(run_items))
+    human, rescaled = _align_scales(run_items, human, human_scale)
+    result: dict[str, Any] = {
+        "unmatched_ratings": len(unmatched),
+        "unmatched": [{"case_id": c, "metric": m} for c, m in unmatched],
+        "metrics": {},
+    }
+    if rescaled:
+        result["rescaled"] = rescaled
     paired = _by_metric(run_items, human)
     for metric, (xs, ys) in sorted(paired.items()):
         result["metrics"][metric] = {

@@ -74,6 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     agree.add_argument("runs", type=Path, nargs="+", metavar="RUN")
     agree.add_argument("--human", type=Path, help="CSV with case_id, metric, rating")
     agree.add_argument("--plot", type=Path, help="scatter plot path (with --human; default RUN/agreement.png)")
+    agree.add_argument("--human-scale", metavar="LOW:HIGH", help="scale of the human ratings (e.g. 1:5); they are rescaled onto the run's scale")
 
     protocols = sub.add_parser("protocols", help="list protocols and the roles they use")
     protocols.add_argument("--options", action="store_true", help="also list each protocol's --option keys with defaults")
@@ -197,7 +198,14 @@ def cmd_agree(args: argparse.Namespace) -> int:
         if len(args.runs) != 1:
             raise InputError("with --human, give exactly one run")
         _, items = run_judgements(args.runs[0])
-        result = compare_human(items, read_human(args.human), args.plot or args.runs[0] / "agreement.png")
+        from .agreement import parse_scale
+
+        scale = parse_scale(args.human_scale) if args.human_scale else None
+        result = compare_human(items, read_human(args.human), args.plot or args.runs[0] / "agreement.png", human_scale=scale)
+        for item in result["unmatched"][:20]:
+            print(f"unmatched rating (no judgement in the run): case {item['case_id']}, metric {item['metric']}", file=sys.stderr)
+        if len(result["unmatched"]) > 20:
+            print(f"... and {len(result['unmatched']) - 20} more unmatched ratings (listed in the JSON)", file=sys.stderr)
     else:
         if len(args.runs) != 2:
             raise InputError("give two runs to compare (or one run and --human FILE)")
@@ -252,6 +260,11 @@ def cmd_backends(args: argparse.Namespace) -> int:
     for provider in known_providers():
         try:
             cls = backend_class(provider)
+        except ModuleNotFoundError as exc:
+            from .extras import describe_missing
+
+            print(f"{provider:<10} (unavailable: {describe_missing(exc)})")
+            continue
         except Exception as exc:
             print(f"{provider:<10} (unavailable: {exc})")
             continue
@@ -299,6 +312,11 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as exc:
         print(f"umni: error: {exc.describe()}", file=sys.stderr)
         return EXIT_INPUT
+    except ModuleNotFoundError as exc:  # an optional dependency: name the extra that brings it
+        from .extras import describe_missing
+
+        print(f"umni: error: {describe_missing(exc)}", file=sys.stderr)
+        return EXIT_INPUT
     except BrokenPipeError:  # output piped into `head` and the like
         sys.stderr.close()
         return EXIT_OK
@@ -307,6 +325,10 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INCOMPLETE
     except UmniError as exc:
         print(f"umni: error: {exc}", file=sys.stderr)
+        return EXIT_INCOMPLETE
+    except OSError as exc:  # a file system fault no layer named more precisely: still one line
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"umni: error: {where}{exc.strerror or exc}", file=sys.stderr)
         return EXIT_INCOMPLETE
 
 

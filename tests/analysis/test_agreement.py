@@ -40,14 +40,18 @@ def test_human_ratings(tmp_path):
     csv_path = tmp_path / "human.csv"
     csv_path.write_text("case_id,metric,rating\nc0,accuracy,1\nc1,accuracy,3\nc2,accuracy,5\nc9,accuracy,2\n")
     run = items("accuracy", [20.0, 40.0, 100.0])
-    r = compare_human(run, read_human(csv_path), tmp_path / "plot.png")
+    with pytest.raises(InputError, match="--human-scale"):  # 1-5 ratings against 0-100 accuracies
+        compare_human(run, read_human(csv_path), tmp_path / "plot.png")
+    r = compare_human(run, read_human(csv_path), tmp_path / "plot.png", human_scale=(1, 5))
     m = r["metrics"]["accuracy"]
     assert m["n"] == 3 and m["srcc"] == 1.0
     # PLCC: x = 20,40,100 (mean 53.33), y = 1,3,5 (mean 3): sxy = (-33.33)(-2)+(-13.33)(0)+(46.67)(2) = 160
     # sxx = 1111.1+177.8+2177.8 = 3466.7, syy = 8 -> r = 160/sqrt(27733.3)
     assert m["plcc"] == pytest.approx(round(160 / (3466.6667 * 8) ** 0.5, 4), abs=1e-4)
-    assert m["mae"] == pytest.approx(round((19 + 37 + 95) / 3, 4))
-    assert r["unmatched_ratings"] == 1
+    # ratings rescaled 1-5 -> 0-100: 1, 3, 5 -> 0, 50, 100; MAE = (20 + 10 + 0) / 3
+    assert m["mae"] == pytest.approx(10.0)
+    assert r["rescaled"] == {"accuracy": {"from": [1, 5], "to": [0, 100]}}
+    assert r["unmatched_ratings"] == 1 and r["unmatched"] == [{"case_id": "c9", "metric": "accuracy"}]
     assert (tmp_path / "plot.png").stat().st_size > 1000
 
 
