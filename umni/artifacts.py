@@ -19,8 +19,15 @@ from typing import Any
 from PIL import Image, PngImagePlugin
 from pydantic import BaseModel, ConfigDict
 
+from .errors import InputError
+from .storage import file_mode, storage_guard
+
 #: How many decoded images a BlobStore keeps at hand.
 DECODED_KEPT = 64
+
+#: Largest case image (width x height) umni decodes: a PNG header may declare 20000x20000 px in a few
+#: KB, and decoding it would take gigabytes. 8192 x 8192 covers every published benchmark image.
+MAX_CASE_PIXELS = 8192 * 8192
 
 #: PNG text chunks with this prefix travel with an image (the reference backend keeps its scene there).
 CARRIED_TEXT_PREFIX = "umni-"
@@ -93,22 +100,63 @@ def _atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
     verified by hash whenever they are used, so a blob torn by a power cut is a cache miss, and
     an fsync per image would dominate the cost of a fast backend.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            if durable:
-                handle.flush()
-                os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with storage_guard(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
+        try:
+            os.fchmod(fd, file_mode())  # mkstemp makes 0600; a shared cache needs what the umask allows
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                if durable:
+                    handle.flush()
+                    os.fsync(handle.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
 
 
 def atomic_write_text(path: Path, text: str) -> None:
     _atomic_write(path, text.encode())
+
+
+def check_image_file(path: str | Path, *, max_pixels: int = MAX_CASE_PIXELS) -> tuple[int, int]:
+    """(width, height) of a case image, after reading its header and checking its structure.
+
+    Raises InputError naming the file when it is missing, not an image Pillow reads, damaged, or
+    larger than `max_pixels` (a decompression bomb) — all things the user fixes in the case folder,
+    so `umni cases check` reports them and a run records them as `input` failures.
+    """
+    path = Path(path)
+    try:
+        with Image.open(path) as image:
+            width, height = image.size
+            if width * height > max_pixels:
+                raise InputError(
+                    f"image of {width}x{height} px exceeds the limit of {max_pixels} px (MAX_CASE_PIXELS)", path=path
+                )
+            image.verify()  # chunk structure and checksums, without decoding the pixels
+    except InputError:
+        raise
+    except FileNotFoundError:
+        raise InputError("image file not found", path=path) from None
+    except Image.DecompressionBombError as exc:
+        raise InputError(f"image is too large to decode safely ({exc})", path=path) from None
+    except Exception as exc:  # UnidentifiedImageError, truncated or corrupt data, a folder...
+        reason = "not an image file umni can read" if isinstance(exc, Image.UnidentifiedImageError) else f"damaged image ({exc})"
+        raise InputError(reason, path=path) from None
+    return width, height
+
+
+def load_case_image(path: str | Path, *, max_pixels: int = MAX_CASE_PIXELS) -> Image.Image:
+    """The decoded case image, checked as `check_image_file` does; decoding errors are InputError."""
+    check_image_file(path, max_pixels=max_pixels)
+    try:
+        with Image.open(path) as image:
+            image.load()
+            return image.copy() if image.mode in ("RGB", "RGBA", "L") else image.convert("RGB")  # keeps .info
+    except Exception as exc:  # truncated pixel data found only on decoding
+        raise InputError(f"damaged image ({exc})", path=path) from None
 
 
 class BlobStore:
@@ -120,7 +168,8 @@ class BlobStore:
 
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
-        self.root.mkdir(parents=True, exist_ok=True)
+        with storage_guard(self.root):
+            self.root.mkdir(parents=True, exist_ok=True)
         self._verified: dict[str, tuple[int, int]] = {}  # sha -> (mtime_ns, size) of the file checked
         self._decoded: OrderedDict[str, Image.Image] = OrderedDict()  # recently opened images
 
@@ -134,7 +183,9 @@ class BlobStore:
         version = (stat.st_mtime_ns, stat.st_size)
         if self._verified.get(sha256) == version:
             return True
-        if hashlib.sha256(path.read_bytes()).hexdigest() != sha256:
+        with storage_guard(path):
+            data = path.read_bytes()
+        if hashlib.sha256(data).hexdigest() != sha256:
             return False
         self._verified[sha256] = version
         return True
@@ -162,16 +213,17 @@ class BlobStore:
         return self.put_png(encode_png(image), image.width, image.height)
 
     def put_file(self, path: Path) -> ImageRef:
-        """Store an image file given by a case (any format PIL reads) as PNG."""
-        with Image.open(path) as image:
-            image.load()
-            return self.put(image)
+        """Store an image file given by a case (any format PIL reads) as PNG; an unreadable, damaged
+        or oversized image is an InputError naming the file."""
+        return self.put(load_case_image(path))
 
     def has(self, ref: ImageRef) -> bool:
         return self.path(ref.sha256).exists()
 
     def read_bytes(self, ref: ImageRef) -> bytes:
-        data = self.path(ref.sha256).read_bytes()
+        path = self.path(ref.sha256)
+        with storage_guard(path):
+            data = path.read_bytes()
         if hashlib.sha256(data).hexdigest() != ref.sha256:
             raise FileNotFoundError(f"image blob {ref.sha256} is damaged")
         return data

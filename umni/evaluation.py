@@ -34,6 +34,7 @@ from .pricing import default_price_file, estimate, load_prices
 from .protocol import CaseSet, Protocol, get_protocol
 from .runner import CaseJob, LanePool, RetryPolicy, Runner
 from .store import Cache, RunStore
+from .storage import storage_guard
 from .transcript import case_transcript
 
 
@@ -87,8 +88,10 @@ def _sha(path: Path) -> str:
 
 @contextmanager
 def _locked(out: Path) -> Iterator[None]:
-    out.mkdir(parents=True, exist_ok=True)
-    with open(out / ".lock", "w") as handle:
+    with storage_guard(out):  # --out that is a file, or on a read-only or full disk: one line, exit 1
+        out.mkdir(parents=True, exist_ok=True)
+        handle = open(out / ".lock", "w")
+    with handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -12,10 +12,14 @@ from typing import Any, TextIO
 
 import structlog
 
+from .storage import storage_guard
+
 
 class EventLog:
     def __init__(self, path: Path | None) -> None:
-        self._file: TextIO | None = open(path, "a", buffering=1, encoding="utf-8") if path else None
+        self._path = path
+        with storage_guard(path):
+            self._file: TextIO | None = open(path, "a", buffering=1, encoding="utf-8") if path else None
         self._log = structlog.wrap_logger(
             structlog.WriteLogger(self._file) if self._file else structlog.ReturnLogger(),
             processors=[
@@ -27,7 +31,8 @@ class EventLog:
 
     def emit(self, event: str, **fields: Any) -> None:
         if self._file is not None:
-            self._log.info(event, **fields)
+            with storage_guard(self._path):  # a full disk stops the run as a StorageError
+                self._log.info(event, **fields)
 
     def close(self) -> None:
         if self._file is not None:

@@ -30,7 +30,7 @@ from tenacity.wait import wait_exponential_jitter
 from .artifacts import ImageRef, encode_for_store, fingerprint
 from .backends import Backend
 from .bindings import Bindings
-from .errors import BackendError, DegenerateOutput, InputError, InvalidAnswer, OutputFailure, ParseFailure
+from .errors import BackendError, DegenerateOutput, InputError, InvalidAnswer, OutputFailure, ParseFailure, StorageError
 from .events import EventLog
 from .graph import Graph, ImageFile, Node, Ref
 from .keys import node_key
@@ -73,6 +73,19 @@ def content_fingerprint(output: dict[str, Any]) -> str:
     if "image" in output:
         return "image:" + output["image"]["sha256"]
     return fingerprint({k: v for k, v in output.items() if k != "usage"})
+
+
+def _storage_fault(group: BaseExceptionGroup) -> StorageError | None:
+    """The first StorageError inside a task group's exception group: a disk fault stops the run
+    with that one error, not with a traceback of every task it interrupted."""
+    for exc in group.exceptions:
+        if isinstance(exc, StorageError):
+            return exc
+        if isinstance(exc, BaseExceptionGroup):
+            found = _storage_fault(exc)
+            if found is not None:
+                return found
+    return None
 
 
 def _retryable(exc: BaseException) -> bool:
@@ -197,12 +210,18 @@ class Runner:
         self._pending = pending
         self._exhausted = False
         self._all_done = anyio.Event()
-        async with anyio.create_task_group() as tg:
-            self._tg = tg
-            self._admit()
-            # Stay open until every case is closed: some nodes may be waiting on work that
-            # another runner (a sweep's other run) is doing, with no task of ours running.
-            await self._all_done.wait()
+        try:
+            async with anyio.create_task_group() as tg:
+                self._tg = tg
+                self._admit()
+                # Stay open until every case is closed: some nodes may be waiting on work that
+                # another runner (a sweep's other run) is doing, with no task of ours running.
+                await self._all_done.wait()
+        except BaseExceptionGroup as group:
+            fault = _storage_fault(group)
+            if fault is not None:
+                raise fault from None
+            raise
         return self.stats
 
     async def run_graph(self, graph: Graph) -> dict[str, Outcome]:
@@ -268,6 +287,9 @@ class Runner:
             key = node_key(node, self._backend_for(node), self._input_fingerprints(run, node), self.seed)
         except FileNotFoundError as exc:
             self._finish(run, Outcome(nid, "failed", failure=Failure("input", str(exc))))
+            return
+        except InputError as exc:  # a case image that cannot be decoded: this node's input failure
+            self._finish(run, Outcome(nid, "failed", failure=Failure("input", exc.describe())))
             return
         hit = self.cache.get(key)
         if hit is not None and self._blobs_present(hit):
@@ -417,6 +439,8 @@ class Runner:
         attempts = Counter[str]()
         try:
             output = await self._produce(run, node, attempts)
+        except StorageError:  # the disk failed, not the node: stop the run, record nothing
+            raise
         except OutputFailure as exc:
             outcome = Outcome(node.id, "failed", failure=Failure(exc.kind, str(exc), attempts["calls"] or 1, raw=exc.raw))
         except BackendError as exc:
