@@ -230,3 +230,41 @@ def read_jsonl(path: Path, model: type[M], *, id_field: str = "id") -> list[M]:
     if not records:
         raise InputError("the case file holds no cases", path=path)
     return records
+
+
+# -------------------------------------------------------------------------------- case images
+
+
+def case_image_files(graphs: Iterable[Any]) -> dict[Path, list[str]]:
+    """Every image file the graphs' nodes read (`ImageFile` parts), with the cases that read it.
+
+    Taken from the built graphs, not from the case records, so it holds for every protocol, however
+    its records name their images.
+    """
+    from .graph import ImageFile
+
+    found: dict[Path, list[str]] = {}
+    for graph in graphs:
+        for node in graph.nodes.values():
+            for part in (*node.prompt, *node.images):
+                if isinstance(part, ImageFile):
+                    cases = found.setdefault(Path(part.path), [])
+                    if graph.case_id not in cases:
+                        cases.append(graph.case_id)
+    return found
+
+
+def case_image_problems(graphs: Iterable[Any]) -> list[InputError]:
+    """One InputError per referenced image that cannot be decoded safely (missing, not an image,
+    damaged, or over the pixel limit), naming the file and the cases that use it. `umni cases check`
+    reports these; a run records the same problems as `input` failures of the nodes that read them."""
+    from .artifacts import check_image_file
+
+    problems: list[InputError] = []
+    for path, cases in case_image_files(graphs).items():
+        try:
+            check_image_file(path)
+        except InputError as exc:
+            shown = ", ".join(cases[:5]) + (f" and {len(cases) - 5} more" if len(cases) > 5 else "")
+            problems.append(InputError(f"{exc.message} (read by case {shown})", path=exc.path))
+    return problems

@@ -283,12 +283,20 @@ def cmd_cases(args: argparse.Namespace) -> int:
     options = protocol.parse_options({})
     path = args.path or protocol.bundled_cases()
     case_set = protocol.load(path, options)
+    _check_case_images(protocol, case_set, options)
     print(f"{path}: {len(case_set.cases)} cases valid")
     for note in case_set.notes:
         print(f"  repaired/noted: record {note.record}, field '{note.field}': {note.message}")
     for skipped in case_set.skipped:
         print(f"  will be skipped: {skipped.case_id}: {skipped.reason}")
     return EXIT_OK
+
+
+def _check_case_images(protocol: Any, case_set: Any, options: Any) -> None:
+    """Decode the header of every image the cases reference (size limit included); exit 2 on any."""
+    from .caseio import case_image_problems, raise_if_any
+
+    raise_if_any(case_image_problems(protocol.build(case, options) for case in case_set.cases))
 
 
 COMMANDS = {

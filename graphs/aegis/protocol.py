@@ -29,7 +29,8 @@ from typing import Any, Callable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from umni.artifacts import encode_png, fingerprint
+from umni.artifacts import check_image_file, encode_png, fingerprint
+from umni.errors import InputError
 from umni.graph import Graph, ImageFile, PromptPart, Ref
 from umni.outcomes import Outcome
 from umni.protocol import CaseSet, Note, Protocol, Skipped, View, node_status
@@ -137,6 +138,7 @@ def _stored_sha(path: str, mtime_ns: int, size: int) -> str:
     """The content hash under which the runner stores a case image (PNG re-encoding of the file)."""
     from PIL import Image
 
+    check_image_file(path)  # InputError for a file that is no image or too large to decode
     with Image.open(path) as image:
         image.load()
         return hashlib.sha256(encode_png(image)).hexdigest()
@@ -146,7 +148,7 @@ def _file_sha(path: Path) -> str | None:
     try:
         stat = path.stat()
         return _stored_sha(str(path), stat.st_mtime_ns, stat.st_size)
-    except (OSError, ValueError):
+    except (OSError, ValueError, InputError):  # the node reading it records why, as an input failure
         return None
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from PIL import Image
 
-from umni.artifacts import encode_png
+from umni.artifacts import check_image_file, encode_png
 
 
 def file_sha256(path: Path) -> str:
@@ -39,6 +39,7 @@ def _file_sha256(path: str, mtime_ns: int, size: int) -> str:
 
 @lru_cache(maxsize=4096)
 def _stored_png_sha256(path: str, mtime_ns: int, size: int) -> str:
+    check_image_file(path)  # InputError for a file that is no image or too large to decode
     with Image.open(path) as image:
         image.load()
         return hashlib.sha256(encode_png(image)).hexdigest()

@@ -45,6 +45,7 @@ from typing import Any
 
 from PIL import Image
 
+from umni.artifacts import check_image_file
 from umni.graph import Graph, ImageFile, PromptPart, Ref
 from umni.roles import JUDGE, UNDERSTAND
 
@@ -157,6 +158,7 @@ class PixelCopyCheck:
         self.__qualname__ = "PixelCopyCheck"
 
     def __call__(self, output: Image.Image) -> dict[str, Any]:
+        check_image_file(self.reference)  # an unreadable or oversized reference: this node's input failure
         with Image.open(self.reference) as reference:
             reference.load()
             return scoring.pixel_copy(output, reference)

@@ -17,6 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from umni.errors import InputError
 from umni.outcomes import Outcome
 from umni.protocol import node_status
 
@@ -114,7 +115,7 @@ def _context_image(name: str, path: Path) -> dict[str, Any]:
     """A context image by the hash the runner stores it under, so report views can show it."""
     try:
         digest: str | None = stored_png_sha256(path)
-    except (OSError, ValueError):
+    except (OSError, ValueError, InputError):  # a bad image is the generate node's input failure
         digest = None
     return {"name": name, "image": digest}
 
