@@ -2,10 +2,12 @@
 
     python docs/screenshots.py [OUT_DIR]     # default: docs/screenshots
 
-Builds small runs of every protocol with the offline reference backend `sim/umm` (two
-UmniBench runs that differ in the understander, so the comparison view has something to show),
+Builds small runs of every protocol with the offline reference backend `sim/umm` (three
+UmniBench runs that differ in the understander — one of them failing on some calls — so the
+comparison view and the failure display have something to show),
 serves them with the viewer and saves one PNG per page: the case list, a case with its
-transcript, the side-by-side comparison, and each protocol's leaderboard. The browser tests call
+transcript, the side-by-side comparison, a failed case with its raw failure messages, and each
+protocol's leaderboard. The browser tests call
 `take_screenshots`, so the committed pictures are what the tests see.
 """
 
@@ -45,11 +47,13 @@ def make_browser(width: int = 1400, height: int = 900):  # type: ignore[no-untyp
 def build_demo_runs(root: Path) -> Path:
     """Small runs of every protocol (sim/umm, shared cache) under `root`/runs; returns that folder."""
     from umni.evaluation import RunRequest, evaluate
+    from umni.runner import RetryPolicy
 
     runs, cache = root / "runs", root / "cache"
     plans = [
         ("umnibench", "sim/umm", [], {}, 6),
         ("umnibench", "sim/umm", ["understand=sim/umm?skill=0.4"], {}, 6),
+        ("umnibench", "sim/umm", ["understand=sim/umm?error_rate=0.3"], {}, 6),
         ("genius", "sim/umm", [], {"reflection_rounds": "1"}, 3),
         ("aegis", "sim/umm", [], {}, 6),
         ("wise", "sim/umm", [], {}, 6),
@@ -57,8 +61,11 @@ def build_demo_runs(root: Path) -> Path:
     ]
     for i, (protocol, model, roles, options, limit) in enumerate(plans):
         out = runs / f"{protocol}-{i}"
+        # the failing run gets a cache of its own: a shared one would answer it from the healthy runs
+        own = root / "cache-failing" if any("error_rate" in r for r in roles) else cache
         if not (out / "summary.json").exists():
-            evaluate(RunRequest(protocol=protocol, out=out, model=model, roles=roles, options=options, cache=cache, limit=limit, progress=False))
+            evaluate(RunRequest(protocol=protocol, out=out, model=model, roles=roles, options=options, cache=own, limit=limit,
+                                progress=False, retry=RetryPolicy(max_attempts=1)))
     return runs
 
 
@@ -116,6 +123,13 @@ def take_screenshots(out: Path, work: Path) -> list[Path]:
         wait_ready(driver, "#compare-link").click()
         wait_ready(driver, "#compare .compare-run img")
         shots.append(full_page(driver, out / "viewer-compare.png"))
+        driver.set_window_size(1400, 900)
+        driver.get(f"{base}#cases")
+        wait_ready(driver, "#case-list li")
+        driver.find_element(By.ID, "f-failed").click()
+        driver.find_element(By.CSS_SELECTOR, "#case-list li").click()
+        wait_ready(driver, "#failures .failure")
+        shots.append(full_page(driver, out / "viewer-failure.png"))
     finally:
         driver.quit()
         server.shutdown()

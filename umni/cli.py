@@ -1,7 +1,8 @@
 """The `umni` command line.
 
 Exit codes: 0 when a run completed (recorded node failures included: they are results too),
-1 when it could not complete, 2 on usage or input errors (nothing was run).
+1 when it could not complete, 2 on usage or input errors (nothing was run), 3 when it completed
+but the share of failed nodes exceeds `--fail-on-error`.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from typing import Any
 from .errors import InputError, UmniError
 
 EXIT_OK, EXIT_INCOMPLETE, EXIT_INPUT = 0, 1, 2
+#: the run completed, but more nodes failed than --fail-on-error allows
+EXIT_FAILURES = 3
 
 
 class _Parser(argparse.ArgumentParser):
@@ -29,6 +32,16 @@ def _key_value(text: str) -> tuple[str, str]:
     if not sep or not key:
         raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got '{text}'")
     return key, value
+
+
+def _share(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a share between 0 and 1, got '{text}'")
+    return value
 
 
 def _add_run_args(p: argparse.ArgumentParser) -> None:
@@ -46,6 +59,8 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--call-timeout", type=float, default=3600.0, help="seconds one attempt may take before it is retried")
     p.add_argument("--prices", type=Path, help="price table (YAML) for an estimated cost (default: $UMNI_PRICES)")
     p.add_argument("--quiet", action="store_true", help="no live progress display")
+    p.add_argument("--fail-on-error", type=_share, nargs="?", const=0.0, default=None, metavar="SHARE",
+                   help="exit 3 when the share of failed or blocked nodes exceeds SHARE (0-1; alone: any failure)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -143,9 +158,30 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"skipped cases: {counts['skipped_cases']} (reasons in summary.json)")
     scores = summary["scores"]
     if "overall" in scores:
-        print(f"overall: {scores['overall']}")
+        from .leaderboard import run_coverage
+        from .report import format_cell
+
+        cell, _ = run_coverage(summary)
+        mark = "*  (* computed on incomplete coverage)" if cell.incomplete else ""
+        print(f"overall: {format_cell(scores['overall'])} ({cell.answered}/{cell.total} nodes answered){mark}")
+    from .leaderboard import coverage_line
+
+    print(coverage_line(summary))
     print(f"summary: {result.out / 'summary.json'}")
     print(f"report:  {result.report}")
+    return _failure_exit(summary, getattr(args, "fail_on_error", None))
+
+
+def _failure_exit(summary: dict[str, Any], threshold: float | None) -> int:
+    """EXIT_FAILURES when the share of failed or blocked nodes exceeds `threshold` (None: never)."""
+    from .leaderboard import failure_share
+
+    if threshold is None:
+        return EXIT_OK
+    share = failure_share(summary)
+    if share > threshold:
+        print(f"umni: {100 * share:.1f}% of nodes failed or were blocked, above --fail-on-error {threshold:g}", file=sys.stderr)
+        return EXIT_FAILURES
     return EXIT_OK
 
 

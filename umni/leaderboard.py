@@ -232,6 +232,12 @@ def run_coverage(summary: dict[str, Any]) -> tuple[Cell, int]:
     return Cell(None, max(total - failed - blocked, 0), total, coverage_only=True), failed
 
 
+def failure_share(summary: dict[str, Any]) -> float:
+    """Share of nodes (skipped ones aside) that failed or were blocked by a failure."""
+    cell, _ = run_coverage(summary)
+    return 0.0 if not cell.total else (cell.total - (cell.answered or 0)) / cell.total
+
+
 def coverage_line(summary: dict[str, Any]) -> str:
     """`answered/total nodes` for CLI summaries and reports, flagged when incomplete."""
     cell, failed = run_coverage(summary)

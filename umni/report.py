@@ -71,8 +71,11 @@ def write_report(out: Path, protocol: Protocol[Any], summary: dict[str, Any], re
             full = f"images/{view.image}.png" if src else None
             panels.append({"view": view, "src": src, "full": full})
         cases.append({"record": record, "panels": panels})
+    from .leaderboard import run_coverage
+
+    coverage, failed = run_coverage(summary)
     html = _env.get_template("report.html.j2").render(
-        summary=summary, tables=protocol.tables(summary), cases=cases, protocol=protocol
+        summary=summary, tables=protocol.tables(summary), cases=cases, protocol=protocol, coverage=coverage, failed_nodes=failed
     )
     path = out / "report.html"
     atomic_write_text(path, html)

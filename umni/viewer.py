@@ -62,7 +62,7 @@ def case_status(record: dict[str, Any], verdicts: list[bool | None]) -> str:
     return "wrong" if any(v is False for v in verdicts) else "ok"
 
 
-def _search_text(record: dict[str, Any], limit: int = 600) -> str:
+def _search_text(record: dict[str, Any], limit: int = 400) -> str:
     parts: list[str] = []
 
     def walk(value: Any) -> None:

@@ -109,7 +109,7 @@ function renderCaseList() {
     const selected = state.selected && state.selected[0] === c[0] && state.selected[1] === c[1];
     return el("li", { class: selected ? "selected" : null, "data-case": c[1], "data-run": c[0], "data-protocol": run.protocol, onclick: () => { location.hash = "#case/" + c[0] + "/" + encodeURIComponent(c[1]); } },
       el("span", {}, el("b", {}, c[1]), " ", el("span", { class: "muted" }, c[2])),
-      el("span", {}, el("span", { class: "muted" }, run.label.slice(0, 40)), " ", el("span", { class: "badge " + cls }, c[3])));
+      el("span", { class: "muted run-label", title: run.label }, run.label), el("span", { class: "badge " + cls }, c[3]));
   }));
   document.getElementById("count").textContent = all.length + " of " + state.index.cases.length + " cases";
   document.getElementById("page").textContent = "page " + (state.page + 1) + " / " + pages;

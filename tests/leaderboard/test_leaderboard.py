@@ -1,0 +1,168 @@
+"""Leaderboards in each paper's layout: coverage beside every score, sorted rows, distinct labels,
+tidy CSV, always-valid Markdown and seeded bootstrap intervals. Numbers below are hand-computed
+from the summaries written here."""
+
+import csv
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from umni.cli import main
+from umni.leaderboard import LONG_HEADER, Run, bootstrap_headline, build_tables, write_leaderboard
+
+
+def summary(protocol, scores, *, bindings=None, nodes=10, failed=0, blocked=0, options=None):
+    return {
+        "protocol": protocol,
+        "title": protocol,
+        "bindings": bindings or {"generate": "m/a", "judge": "m/a"},
+        "options": options or {},
+        "counts": {"cases": 2, "nodes": nodes, "skipped": 0, "skipped_cases": 0},
+        "failures": {"backend": failed, "parse": 0, "blocked": blocked},
+        "scores": scores,
+    }
+
+
+def md_tables_are_valid(text: str) -> None:
+    """Every Markdown table has a header, a rule and rows with the header's cell count."""
+    blocks = [b for b in text.split("\n\n") if b.lstrip().startswith("|")]
+    assert blocks
+    for block in blocks:
+        lines = block.strip().splitlines()
+        widths = [len(re.split(r"(?<!\\)\|", line)) for line in lines]
+        assert len(set(widths)) == 1, block
+        assert re.fullmatch(r"\|(---\|)+", lines[1])
+        assert len(lines) >= 3
+
+
+UMNI = {
+    "overall": 50.0, "stages": {"generation": 100.0, "interaction": 50.0, "counterfactual": 0.0},
+    "questions": {f"Q{i}": 50.0 for i in range(1, 10)}, "domains": {"Plant": 40.0, "Spatial": 60.0},
+    "answered": {f"Q{i}": 2 for i in range(1, 10)}, "failed": {f"Q{i}": 0 for i in range(1, 10)},
+}
+
+
+def test_umnibench_stage_table_with_question_coverage_and_incomplete_mark():
+    broken = json.loads(json.dumps(UMNI)) | {"overall": 100.0}
+    broken["answered"] = {f"Q{i}": (1 if i <= 3 else 0) for i in range(1, 10)}
+    broken["failed"] = {f"Q{i}": (1 if i <= 3 else 2) for i in range(1, 10)}
+    tables = build_tables([summary("umnibench", UMNI, nodes=24), summary("umnibench", broken, bindings={"generate": "m/b"}, nodes=24, failed=3, blocked=14)])
+    main = tables[0]
+    assert main.columns == ["Overall", "Generation", "Interaction", "Counterfactual"]
+    # sorted by Overall: the broken run's 100.0 comes first, but marked as computed on 3 of 18 answers
+    assert [r.run for r in main.rows] == ["m/b", "m/a"]
+    top = main.rows[0]
+    assert (top.cells[0].answered, top.cells[0].total, top.cells[0].incomplete) == (3, 18, True)
+    assert (top.coverage.answered, top.coverage.total) == (7, 24) and top.failures == 3
+    text = main.markdown()
+    assert "| m/b | 100.00 (3/18)* | 100.00 (3/6)* | 50.00 (0/6)* | 0.00 (0/6)* | 7/24* | 3 |" in text
+    assert "| m/a | 50.00 (18/18) | 100.00 (6/6) | 50.00 (6/6) | 0.00 (6/6) | 24/24 | 0 |" in text
+    assert [t.title for t in tables] == ["UmniBench · overall and stages", "UmniBench · questions", "UmniBench · domains"]
+
+
+def test_aegis_main_table_is_task_by_domain_group():
+    main_table = {
+        "understanding": {"STEM": 10.0, "Humanities": 20.0, "Daily life": 30.0, "overall": 20.0, "scored": 3, "inference_failures": 1, "evaluation_failures": 0},
+        "generation": {"STEM": 40.0, "Humanities": None, "Daily life": 60.0, "overall": 50.0, "scored": 2, "inference_failures": 0, "evaluation_failures": 0},
+        "overall": {"STEM": 25.0, "Humanities": 20.0, "Daily life": 45.0, "overall": 32.0, "scored": 5, "inference_failures": 1, "evaluation_failures": 0},
+    }
+    tables = build_tables([summary("aegis", {"overall": 32.0, "main_table": main_table})])
+    assert len(tables) == 1
+    t = tables[0]
+    assert t.key_columns == ["run", "task"] and t.columns == ["STEM", "Humanities", "Daily life", "Overall"]
+    assert [r.keys[1] for r in t.rows] == ["understanding", "generation", "overall"]
+    text = t.markdown()
+    assert "| m/a | understanding | 10.00 | 20.00 | 30.00 | 20.00 (3/4)* |" in text
+    assert "| m/a | generation | 40.00 | — | 60.00 | 50.00 (2/2) |" in text
+    md_tables_are_valid(text)
+
+
+def test_genius_dimension_columns_combine_marks_with_the_weights():
+    scores = {
+        "overall": 34.38, "rc": 50.0, "vc": 12.5, "aq": 0.0, "cases": 4, "scored": {"rc": 4, "vc": 4, "aq": 3},
+        "weights": {"rc": 0.6, "vc": 0.35, "aq": 0.05},
+        "dimensions": {"implicit_pattern": {"items": 2, "missing_outputs": 1, "rc": 50.0, "vc": 0.0, "aq": 20.0}},
+    }
+    t = build_tables([summary("genius", scores)])[0]
+    assert t.columns == ["Overall", "RC", "VC", "AQ", "implicit_pattern"]
+    row = t.rows[0]
+    # 0.6 * 50 + 0.35 * 0 + 0.05 * 20 = 31.0, on 1 of 2 items (one output missing)
+    assert (row.cells[4].value, row.cells[4].answered, row.cells[4].total) == (31.0, 1, 2)
+    assert (row.cells[3].answered, row.cells[3].total) == (3, 4) and row.cells[0].answered == 3
+
+
+def test_wise_category_table_and_girbench_task_table():
+    wise = {"overall": 0.5, "metric": "accuracy", "culture": 1.0, "time": 0.0, "space": None, "biology": None, "physics": None, "chemistry": None,
+            "scored": 2, "failed": 1, "expected": 1000, "scored_by_category": {"culture": 1, "time": 1}, "failed_by_category": {"culture": 1}}
+    gir = {"overall": 0.25, "overall_of": ["uni_understanding", "text"],
+           "metrics": {"uni_understanding": {"score": 0.5, "cases": 4, "scored": 4}, "text": {"score": 0.0, "cases": 2, "scored": 1}}}
+    wt, gt = build_tables([summary("wise", wise), summary("girbench", gir)])[::-1]
+    assert wt.columns == ["Culture", "Time", "Space", "Biology", "Physics", "Chemistry", "Overall"]
+    assert wt.rows[0].cells[0].text() == "1.00 (1/2)*" and wt.rows[0].cells[6].text() == "0.50 (2/1000)*"
+    assert gt.columns == ["uni_understanding", "text", "Overall"]
+    assert gt.rows[0].cells[2].text() == "0.25 (5/6)*"
+
+
+def test_markdown_stays_valid_with_pipes_newlines_and_no_scores():
+    s = summary("umnibench", {"overall": None, "stages": {}, "questions": {}, "domains": {}, "answered": {}, "failed": {}},
+                bindings={"understand": "openai/x?a=1|2\nb"})
+    text = "\n\n".join(t.markdown() for t in build_tables([s]))
+    md_tables_are_valid(text)
+    assert "openai/x?a=1\\|2 b" in text
+    other = summary("someproto", {"overall": 3.0, "parts": {}})
+    md_tables_are_valid(build_tables([other])[0].markdown())
+
+
+def test_labels_tell_runs_apart(tmp_path):
+    runs = []
+    for seed in (0, 1):
+        path = tmp_path / f"s{seed}"
+        path.mkdir()
+        (path / "run.json").write_text(json.dumps({"seed": seed}))
+        runs.append(Run(summary("umnibench", UMNI, options={"ability": "full"}), path))
+    runs.append(Run(summary("umnibench", UMNI, options={"ability": "editing"}), None))
+    labels = [r.run for r in build_tables(runs, with_ci=False)[0].rows]
+    assert len(set(labels)) == 3
+    assert any("ability=editing" in label for label in labels) and any("seed=1" in label for label in labels)
+
+
+def test_long_csv_has_one_row_per_run_and_metric(tmp_path):
+    tables = build_tables([summary("umnibench", UMNI), summary("umnibench", UMNI, bindings={"generate": "m/b"})])
+    paths = write_leaderboard(tables, tmp_path)
+    rows = list(csv.reader(paths["csv"].open()))
+    assert rows[0] == LONG_HEADER
+    assert all(len(r) == len(LONG_HEADER) for r in rows)
+    # per run: 4 main columns + 9 questions + 2 domains
+    assert len(rows) - 1 == 2 * (4 + 9 + 2)
+    keys = [(r[2], r[1], r[3]) for r in rows[1:]]
+    assert len(keys) == len(set(keys))
+    q1 = [r for r in rows[1:] if r[2] == "m/b" and r[3] == "Q1"][0]
+    assert q1[4:8] == ["50.0", "2", "2", ""]
+    md_tables_are_valid(paths["markdown"].read_text())
+
+
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("lb")
+    assert main(["run", "umnibench", "--model", "sim/umm?skill=0.6", "--limit", "6", "--out", str(root / "run"),
+                 "--cache", str(root / "cache"), "--quiet"]) == 0
+    return root / "run"
+
+
+def test_bootstrap_interval_is_seeded_and_brackets_the_headline(small_run):
+    run = Run(json.loads((small_run / "summary.json").read_text()), small_run)
+    first, second = bootstrap_headline(run), bootstrap_headline(run)
+    assert first == second and first is not None
+    overall = run.summary["scores"]["overall"]
+    assert first[0] <= overall <= first[1] and first[0] < first[1]
+
+
+def test_leaderboard_command_writes_all_three_files(small_run, tmp_path, capsys):
+    assert main(["leaderboard", str(small_run), "--out", str(tmp_path / "lb")]) == 0
+    board = json.loads((tmp_path / "lb" / "leaderboard.json").read_text())
+    headline = board[0]["rows"][0]["cells"][0]
+    assert headline["ci"] and headline["answered"] == headline["total"] == 54
+    md_tables_are_valid((tmp_path / "lb" / "leaderboard.md").read_text())
+    assert Path(tmp_path / "lb" / "leaderboard.csv").read_text().startswith(",".join(LONG_HEADER))
