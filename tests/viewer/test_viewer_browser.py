@@ -5,13 +5,17 @@ screenshots."""
 import json
 import time
 
+import pytest
 from PIL import Image
-from selenium.webdriver.common.by import By
-from selenium.webdriver.support.ui import Select, WebDriverWait
 
-from umni.viewer import ViewerData
+pytest.importorskip("selenium", reason="selenium is not installed: pip install 'umni[test]'")
 
-from .conftest import shots, synthesise_thousand
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
+
+from umni.viewer import ViewerData  # noqa: E402
+
+from .conftest import shots, synthesise_thousand  # noqa: E402
 
 
 def open_page(browser, url, css):
