@@ -20,6 +20,7 @@ them, so a partial download can still be inspected and the runner can count thos
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -113,24 +114,32 @@ def _lower(value: Any) -> Any:
     return value.strip().lower() if isinstance(value, str) else value
 
 
+ObjectIndex = Annotated[int, Field(ge=0, strict=True)]
+
+
 class Relation(_Record):
-    """`subject` lies in `direction` of `object`; either side may be a group (list of names)."""
+    """`subject` lies in `direction` of `object`; either side may be a group (list of names).
 
-    subject: NonEmpty | list[NonEmpty]
+    A side may also be an integer: the position of the object in the task's (flattened) object list,
+    which the official code accepts in place of the name.
+    """
+
+    subject: ObjectIndex | NonEmpty | list[NonEmpty]
     direction: Annotated[Direction, BeforeValidator(_lower)]
-    object: NonEmpty | list[NonEmpty]
+    object: ObjectIndex | NonEmpty | list[NonEmpty]
 
-    def names(self) -> list[str]:
-        out: list[str] = []
+    def names(self) -> list[str | int]:
+        out: list[str | int] = []
         for side in (self.subject, self.object):
-            out += [side] if isinstance(side, str) else list(side)
+            out += list(side) if isinstance(side, list) else [side]
         return out
 
 
 class SpatialTask(_Record):
     objects: list[NonEmpty] | list[list[NonEmpty]] = Field(min_length=1)
     colors: list[str] | list[list[str]] | None = None
-    relative_position: list[Relation] = Field(min_length=1)
+    #: May be empty: the case is then judged on detection alone, as officially.
+    relative_position: list[Relation] = Field(default_factory=list)
 
     @field_validator("objects", "colors", mode="before")
     @classmethod
@@ -159,7 +168,7 @@ class SpatialTask(_Record):
             raise ValueError(f"{len(colors)} colors for {len(names)} objects; give one color per object ('' for none)")
         known = set(names)
         for i, rel in enumerate(self.relative_position):
-            unknown = [n for n in rel.names() if n not in known]
+            unknown = [n for n in rel.names() if (n not in known if isinstance(n, str) else n >= len(names))]
             if unknown:
                 raise ValueError(f"relative_position[{i}] names {unknown}, which are not among the objects {names}")
         return self
@@ -186,7 +195,9 @@ class SpatialCase(_Record):
     def relations(self) -> list[tuple[str | list[str], str, str | list[str]]]:
         """Relations with object names replaced by detector labels, ready for `metrics.spatial_case`."""
 
-        def side(s: str | list[str]) -> str | list[str]:
+        def side(s: int | str | list[str]) -> str | list[str]:
+            if isinstance(s, int):
+                return self.labels[s]
             return self.label_of(s) if isinstance(s, str) else [self.label_of(n) for n in s]
 
         return [(side(r.subject), r.direction, side(r.object)) for r in self.task.relative_position]
@@ -214,13 +225,14 @@ class TextCase(_Record):
 
 
 def find_task_file(root: str | Path, name: str) -> Path:
-    """Where a task JSON sits under a dataset root: ``prompt/<name>``, ``benchmark/prompt/<name>``
-    or ``<name>`` (the places the official scripts look)."""
+    """Where a task JSON sits under a dataset root: ``prompt/<name>``, ``reference/prompt/<name>``
+    (the hub download's ``dataset/`` folder), ``benchmark/prompt/<name>`` or ``<name>``."""
     root = Path(root)
-    for candidate in (root / "prompt" / name, root / "benchmark" / "prompt" / name, root / name):
+    places = (root / "prompt", root / "reference" / "prompt", root / "benchmark" / "prompt", root)
+    for candidate in (folder / name for folder in places):
         if candidate.is_file():
             return candidate
-    raise InputError(f"{name} not found (looked in prompt/, benchmark/prompt/ and the root)", path=root)
+    raise InputError(f"{name} not found (looked in prompt/, reference/prompt/, benchmark/prompt/ and the root)", path=root)
 
 
 def load_numerical_cases(path: str | Path) -> list[NumericalCase]:
@@ -314,6 +326,9 @@ class PerceptionCase(ImageCase):
         return [("image", self.image), ("mask", self.mask)]
 
 
+_GRID_FIELDS = ("grid", "solution", "puzzle", "question", "board", "answer")
+
+
 class SudokuSpec(_Record):
     """The content of ``VisualLogic/sudoku/<id>.json``.
 
@@ -335,7 +350,9 @@ class SudokuSpec(_Record):
     @classmethod
     def _aliases(cls, data: Any) -> Any:
         if isinstance(data, dict):
-            data = dict(data)
+            # The official scorer reads only grid_size: a field of another shape (the hub files carry
+            # the puzzle and answer as strings) is bookkeeping, not a grid, and is ignored.
+            data = {k: v for k, v in data.items() if k not in _GRID_FIELDS or isinstance(v, list)}
             for alias in ("puzzle", "question", "board"):
                 if "grid" not in data and alias in data:
                     data["grid"] = data.pop(alias)
@@ -408,7 +425,9 @@ def load_uni_cases(root: str | Path, categories: Sequence[str] = UNI_CATEGORIES)
     A folder not named ``<digits>_<name>``, a repeated id within a category and a folder without
     images are errors; loose files beside the folders are ignored.
     """
-    root = Path(root)
+    # absolute first: the folders found below already carry the root, so a relative root would be
+    # joined onto itself by `confined_path`
+    root = Path(os.path.abspath(root))
     _require_dir(root)
     cases: list[UniCase] = []
     errors: list[InputError] = []

@@ -22,6 +22,7 @@ with that reason and counted, instead of failing validation or scoring 0.
 from __future__ import annotations
 
 import hashlib
+import os
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -324,7 +325,12 @@ def _load_perception(root: Path, skipped: list[Skipped]) -> list[GirCase]:
 
 
 def load_tasks(root: Path, options: GirOptions) -> CaseSet[GirCase]:
-    """Every case of the chosen tasks; cases with missing images or unbound roles are `skipped`."""
+    """Every case of the chosen tasks; cases with missing images or unbound roles are `skipped`.
+
+    When every case is skipped there is nothing to score: that is an input error (exit 2), as for
+    an empty UmniBench case file, not a run that reports no score.
+    """
+    root = Path(os.path.abspath(root))
     if not root.is_dir():
         raise InputError(
             "GIR-Bench cases are a folder (holding prompt/, Zoology/, VisualLogic/ …), not a file", path=root
@@ -368,6 +374,13 @@ def load_tasks(root: Path, options: GirOptions) -> CaseSet[GirCase]:
                 skipped.append(Skipped(case.id, reason))
             else:
                 cases.append(case)
+    if not cases:
+        reasons = Counter(s.reason for s in skipped)
+        raise InputError(
+            "no GIR-Bench case can be scored: "
+            + "; ".join(f"{n} case(s): {reason}" for reason, n in reasons.most_common(5)),
+            path=root,
+        )
     return CaseSet(path=root, cases=cases, skipped=skipped, notes=notes)
 
 
@@ -544,6 +557,27 @@ class GirBench(Protocol[GirCase]):
         missing = {role for role in ALL_ROLES if role not in bound}
         return GirOptions(tasks=opts.tasks, skip_roles=",".join(sorted(opts.skipped_roles | missing)))
 
+    def case_schema(self) -> dict[str, Any]:
+        """JSON Schemas of the files a GIR-Bench folder holds, keyed by where each file sits (the
+        folder itself is not one record type, so the base class's single-record schema does not apply)."""
+        from pydantic import TypeAdapter
+
+        from .cases import PromptRecord, SudokuSpec
+
+        files = {
+            NUMERICAL_FILE: list[NumericalCase],
+            SPATIAL_FILE: list[SpatialCase],
+            TEXT_FILE: list[TextCase],
+            PERCEPTION_FILE: list[PromptRecord],
+            **{f"{c}.json": list[PromptRecord] for c in UNI_CATEGORIES},
+            "VisualLogic/sudoku/<id>.json": SudokuSpec,
+        }
+        return {
+            "title": "GIR-Bench case folder (task files under prompt/ or reference/prompt/)",
+            "type": "object",
+            "properties": {name: TypeAdapter(kind).json_schema() for name, kind in files.items()},
+        }
+
     def load(self, path: Path, options: BaseModel) -> CaseSet[GirCase]:
         return load_tasks(Path(path), _options(options))
 
@@ -596,20 +630,23 @@ class GirBench(Protocol[GirCase]):
             g.answer("vqa", [ImageFile(case.vqa.image), case.vqa.question], list(case.vqa.options))
 
     def _build_sudoku(self, g: Graph, data: VisualLogicCase) -> None:
+        """The output, the question and the answer image are all read by OCR, as officially: the
+        official score works on the positions of the digits read from all three."""
         spec = data.spec
         image = g.edit("image", ImageFile(data.question_image), SUDOKU_INSTRUCTION.format(n=spec.grid_size))
         lines = g.tool("ocr", OCR, image)
         truth: dict[str, Any] = {"grid_size": spec.grid_size, "grid": spec.grid, "solution": spec.solution}
-        inputs: dict[str, Ref] = {"edited": image, "lines": lines}
-        if spec.grid is None:
-            with Image.open(data.question_image) as im:
-                truth["question_size"] = list(im.size)
-            inputs["question_lines"] = g.tool("ocr/question", OCR, ImageFile(data.question_image))
-        if spec.solution is None:
-            with Image.open(data.answer_image) as im:
-                truth["answer_size"] = list(im.size)
-            inputs["answer_lines"] = g.tool("ocr/answer", OCR, ImageFile(data.answer_image))
-        _score(g, "score", scoring.score_sudoku, truth, **inputs)
+        with Image.open(data.question_image) as im:
+            truth["question_size"] = list(im.size)
+        with Image.open(data.answer_image) as im:
+            truth["answer_size"] = list(im.size)
+        inputs: dict[str, Ref] = {
+            "edited": image,
+            "lines": lines,
+            "question_lines": g.tool("ocr/question", OCR, ImageFile(data.question_image)),
+            "answer_lines": g.tool("ocr/answer", OCR, ImageFile(data.answer_image)),
+        }
+        _score(g, "score", scoring.score_sudoku, truth, version="2", **inputs)
 
     # ------------------------------------------------------------------------------ records
     def record(self, case: GirCase, outcomes: dict[str, Outcome], options: BaseModel) -> dict[str, Any]:

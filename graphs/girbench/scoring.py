@@ -18,7 +18,6 @@ import numpy as np
 from PIL import Image
 from scipy import linalg
 
-from umni.errors import InputError
 from umni.roles import Detection, OcrLine
 
 from .metrics import (
@@ -35,6 +34,7 @@ from .metrics import (
     sudoku_accuracy,
     word_continuous_score,
 )
+from .sudoku import grid_box_from_digits, official_digits, official_sudoku_accuracy
 
 
 def _detections(raw: Iterable[dict[str, Any]]) -> list[Detection]:
@@ -89,11 +89,43 @@ def score_perception(truth: dict[str, Any], files: dict[str, str], *, edited: Im
     return {"score": result.iou, "method": result.method, "predicted_px": result.predicted_px, "target_px": result.target_px}
 
 
-def _read_grid(lines: list[dict[str, Any]], size: int, image_size: Sequence[int], what: str) -> list[list[int]]:
+def _read_grid(lines: list[dict[str, Any]], size: int, grid_box: tuple[float, float, float, float], what: str) -> list[list[int]]:
+    grid = digits_to_grid(_ocr_lines(lines), size, grid_box=grid_box)
+    unread = [(r, c) for r in range(size) for c in range(size) if grid[r][c] == 0]
+    if what == "answer" and unread:
+        raise ValueError(f"the answer image was read without digits in cells (row, col) {', '.join(map(str, unread))}")
+    return grid
+
+
+def _scaled(box: tuple[float, float, float, float], sx: float, sy: float) -> tuple[float, float, float, float]:
+    return (box[0] * sx, box[1] * sy, box[2] * sx, box[3] * sy)
+
+
+def umni_cell_score(
+    truth: dict[str, Any],
+    edited_size: Sequence[int],
+    lines: list[dict[str, Any]],
+    question_lines: list[dict[str, Any]],
+    answer_lines: list[dict[str, Any]],
+) -> tuple[Any, str | None]:
+    """umni's per-cell figure (`metrics.sudoku_accuracy`), or None and why it cannot be computed.
+
+    The grid's place in each image is estimated from the answer image's digits (so a margin around
+    the grid is no problem) and scaled to the output's size; givens and solution come from the case
+    file when it has them, else from reading the question and answer images into grids.
+    """
+    size = truth["grid_size"]
+    answer_w, answer_h = truth["answer_size"]
+    box = grid_box_from_digits(official_digits(answer_lines), size) or (0.0, 0.0, float(answer_w), float(answer_h))
     try:
-        return digits_to_grid(_ocr_lines(lines), size, grid_box=(0.0, 0.0, float(image_size[0]), float(image_size[1])))
+        solution = truth.get("solution") or _read_grid(answer_lines, size, box, "answer")
+        question_w, question_h = truth.get("question_size") or truth["answer_size"]
+        question_box = _scaled(box, question_w / answer_w, question_h / answer_h)
+        grid = truth.get("grid") or _read_grid(question_lines, size, question_box, "question")
+        edited_box = _scaled(box, edited_size[0] / answer_w, edited_size[1] / answer_h)
+        return sudoku_accuracy(_ocr_lines(lines), grid, solution, grid_box=edited_box), None
     except ValueError as exc:
-        raise InputError(f"cannot read the {what} image back into a grid: {exc}") from None
+        return None, str(exc)
 
 
 def score_sudoku(
@@ -101,28 +133,28 @@ def score_sudoku(
     *,
     edited: Image.Image,
     lines: list[dict[str, Any]],
-    question_lines: list[dict[str, Any]] | None = None,
-    answer_lines: list[dict[str, Any]] | None = None,
+    question_lines: list[dict[str, Any]],
+    answer_lines: list[dict[str, Any]],
 ) -> dict[str, Any]:
-    """Correctly filled empty cells / (empty cells + overwritten givens), digits placed by OCR position.
+    """The official position-based accuracy (``sudoku.py``), with umni's per-cell figure beside it.
 
-    Givens and solution come from the case file when it has them, else from OCR of the question and
-    answer images (as the official scorer does); an answer image with unread cells is an input error.
+    The official score needs only the OCR of the output, the question and the answer images, so it
+    never fails on a partly read answer; umni's figure is None (with ``umni_note``) when the grids
+    cannot be read.
     """
-    size = truth["grid_size"]
-    grid = truth.get("grid") or _read_grid(question_lines or [], size, truth["question_size"], "question")
-    solution = truth.get("solution") or _read_grid(answer_lines or [], size, truth["answer_size"], "answer")
-    unread = [(r, c) for r in range(size) for c in range(size) if solution[r][c] == 0]
-    if unread:
-        raise InputError(f"the answer image was read without digits in cells (row, col) {unread}")
-    score = sudoku_accuracy(_ocr_lines(lines), grid, solution, grid_box=(0.0, 0.0, float(edited.width), float(edited.height)))
+    official = official_sudoku_accuracy(lines, answer_lines, question_lines, truth["grid_size"])
+    cell, note = umni_cell_score(truth, edited.size, lines, question_lines, answer_lines)
     return {
-        "score": score.accuracy,
-        "correct": score.correct,
-        "empty_cells": score.empty_cells,
-        "wrong_givens": score.wrong_givens,
-        "unplaced_digits": score.unplaced_digits,
-        "conflicting_cells": score.conflicting_cells,
+        "score": official.accuracy,
+        "matched": official.matched,
+        "empty_cells": official.empty_cells,
+        "wrong_given_digits": official.wrong_given_digits,
+        "threshold_px": official.threshold,
+        "umni_score": None if cell is None else cell.accuracy,
+        "umni_note": note,
+        "umni_correct_cells": None if cell is None else cell.correct,
+        "umni_wrong_givens": None if cell is None else cell.wrong_givens,
+        "umni_conflicting_cells": None if cell is None else cell.conflicting_cells,
     }
 
 

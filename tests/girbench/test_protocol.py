@@ -150,9 +150,9 @@ def test_skip_roles_turns_tasks_into_counted_skips(tmp_path):
     # Uni still runs its understanding side, without generation nodes
     uni = next(c for c in case_set.cases if c.task == "uni")
     assert set(PROTOCOL.build(uni, GirOptions(skip_roles="detect,embed")).nodes) == {"vqa"}
-    both = PROTOCOL.load(BUNDLED, GirOptions(tasks="uni", skip_roles="embed,understand"))
-    assert both.cases == [] and len(both.skipped) == 6
-    assert both.skipped[0].reason == "understand role not bound (skip_roles); embed role not bound (skip_roles)"
+    # nothing left to score is an input error (exit 2), naming why every case was skipped
+    with pytest.raises(InputError, match=r"no GIR-Bench case can be scored: 6 case\(s\): understand role not bound \(skip_roles\); embed role not bound"):
+        PROTOCOL.load(BUNDLED, GirOptions(tasks="uni", skip_roles="embed,understand"))
 
 
 def test_missing_images_and_absent_tasks(tmp_path):
@@ -232,18 +232,25 @@ def test_sudoku_from_grids_and_from_reference_ocr():
     def line(text, x, y):  # a digit centred in cell (row y, col x) of a 2x2 grid on 200 px
         return {"text": text, "box": [x * 100 + 40, y * 100 + 40, x * 100 + 60, y * 100 + 60], "confidence": 0.99}
 
-    lines = [line("1", 0, 0), line("2", 1, 0), line("1", 0, 1), line("1", 1, 1)]
-    result = score_sudoku({"grid_size": 2, "grid": grid, "solution": solution}, edited=edited, lines=lines)
-    assert result["score"] == pytest.approx(2 / 3) and result["empty_cells"] == 3  # (1,0) wrong
-    overwritten = lines[1:] + [line("2", 0, 0)]
-    result = score_sudoku({"grid_size": 2, "grid": grid, "solution": solution}, edited=edited, lines=overwritten)
-    assert result["wrong_givens"] == 1 and result["score"] == pytest.approx(2 / 4)
-    from_images = {"grid_size": 2, "grid": None, "solution": None, "question_size": [200, 200], "answer_size": [200, 200]}
     answer = [line("1", 0, 0), line("2", 1, 0), line("2", 0, 1), line("1", 1, 1)]
-    result = score_sudoku(from_images, edited=edited, lines=answer, question_lines=[line("1", 0, 0)], answer_lines=answer)
-    assert result["score"] == 1.0 and result["empty_cells"] == 3
-    with pytest.raises(InputError, match=r"cells \(row, col\) \[\(1, 1\)\]"):
-        score_sudoku(from_images, edited=edited, lines=answer, question_lines=[line("1", 0, 0)], answer_lines=answer[:3])
+    question = [line("1", 0, 0)]
+    with_grids = {"grid_size": 2, "grid": grid, "solution": solution, "question_size": [200, 200], "answer_size": [200, 200]}
+    # answer centres 100 px apart -> radius max(0.6 * 100, 60) = 60; the given (0,0) is not an empty cell
+    lines = [line("1", 0, 0), line("2", 1, 0), line("1", 0, 1), line("1", 1, 1)]
+    result = score_sudoku(with_grids, edited=edited, lines=lines, question_lines=question, answer_lines=answer)
+    assert result["score"] == pytest.approx(2 / 3) and result["empty_cells"] == 3  # (1,0) wrong
+    assert result["umni_score"] == pytest.approx(2 / 3)
+    overwritten = lines[1:] + [line("2", 0, 0)]
+    result = score_sudoku(with_grids, edited=edited, lines=overwritten, question_lines=question, answer_lines=answer)
+    assert result["wrong_given_digits"] == 1 and result["score"] == pytest.approx(2 / 4)
+    from_images = {**with_grids, "grid": None, "solution": None}
+    result = score_sudoku(from_images, edited=edited, lines=answer, question_lines=question, answer_lines=answer)
+    assert result["score"] == 1.0 and result["empty_cells"] == 3 and result["umni_score"] == 1.0
+    # (1,1) not read in the answer: 3 answer digits -> fixed 80 px radius, 2 empty cells, both filled;
+    # umni's grid cannot be read, so its figure is absent rather than the case failing
+    result = score_sudoku(from_images, edited=edited, lines=answer, question_lines=question, answer_lines=answer[:3])
+    assert result["score"] == 1.0 and result["empty_cells"] == 2
+    assert result["umni_score"] is None and "(1, 1)" in result["umni_note"]
 
 
 def test_perception_iou_of_the_painted_region(tmp_path):

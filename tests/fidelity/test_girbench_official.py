@@ -1,0 +1,254 @@
+"""GIR-Bench scores and loaders against the semantics of the official evaluation code.
+
+The official scripts (lihxxx/GIR-Bench, ``eval/*.py``) produced the published numbers, so umni's
+default score follows them; where umni deliberately differs, the record carries umni's figure beside
+the official one and the summary lists the deviation. Every expected number below is worked out by
+hand in the comment next to it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from umni.cli import main as cli_main
+from umni.errors import InputError
+from umni.roles import OcrLine
+from umni_graphs.girbench import PROTOCOL, GirOptions
+from umni_graphs.girbench.cases import SpatialCase, SudokuSpec, load_uni_cases
+from umni_graphs.girbench.protocol import present_tasks
+from umni_graphs.girbench.sudoku import official_sudoku_accuracy, official_threshold, official_digits
+
+SOLUTION = [[1, 2, 3, 4], [3, 4, 1, 2], [2, 1, 4, 3], [4, 3, 2, 1]]
+GIVENS = {(0, 0), (0, 3), (1, 1), (1, 2)}
+
+
+def line(text: str, cx: float, cy: float, half: float = 20, confidence: float = 0.9) -> OcrLine:
+    return OcrLine(text, (cx - half, cy - half, cx + half, cy + half), confidence)
+
+
+def cell_line(text: str, r: int, c: int, *, cell: float = 100, margin: float = 0) -> OcrLine:
+    return line(text, margin + cell * (c + 0.5), margin + cell * (r + 0.5))
+
+
+def answer_lines(*, cell: float = 100, margin: float = 0, drop: tuple[int, int] | None = None) -> list[OcrLine]:
+    return [
+        cell_line(str(SOLUTION[r][c]), r, c, cell=cell, margin=margin)
+        for r in range(4)
+        for c in range(4)
+        if (r, c) != drop
+    ]
+
+
+def question_lines(*, cell: float = 100, margin: float = 0) -> list[OcrLine]:
+    return [cell_line(str(SOLUTION[r][c]), r, c, cell=cell, margin=margin) for r, c in sorted(GIVENS)]
+
+
+def predicted_lines(*, cell: float = 100, margin: float = 0) -> list[OcrLine]:
+    at = lambda text, r, c: cell_line(text, r, c, cell=cell, margin=margin)  # noqa: E731
+    return [
+        at("1", 0, 0),  # a given, kept: neither credit nor penalty
+        at("7", 0, 3),  # a given overwritten ...
+        at("9", 0, 3),  # ... twice: officially each wrong digit adds 1 to the denominator
+        at("2", 0, 1),  # correct fill
+        at("3", 0, 2),  # correct fill
+        at("2", 0, 1),  # the same fill read again: that empty cell is already matched
+        at("5", 1, 0),  # wrong fill
+        # one OCR line spanning cells (2,0) and (2,1): both digits sit at the line centre (100, 250),
+        # 50 px from each cell centre, inside the 60 px radius, so both are credited
+        OcrLine("21", (margin + 0, margin + 220, margin + 200, margin + 280), 0.9),
+    ]
+
+
+# ---------------------------------------------------------------------------------------------------
+# Visual Logic (sudoku)
+
+
+def test_official_radius_is_six_tenths_of_the_answer_digit_spacing_at_least_60px():
+    # centres 100 px apart: max range 300 / (4 - 1) = 100, 0.6 * 100 = 60 -> 60
+    assert official_threshold(official_digits(answer_lines()), 4) == 60.0
+    # centres 200 px apart: 600 / 3 * 0.6 = 120
+    assert official_threshold(official_digits(answer_lines(cell=200)), 4) == pytest.approx(120.0)
+    # centres 50 px apart: 150 / 3 * 0.6 = 30, raised to the 60 px minimum
+    assert official_threshold(official_digits(answer_lines(cell=50)), 4) == 60.0
+    # fewer than four answer digits: the fixed 80 px
+    assert official_threshold(official_digits(answer_lines()[:3]), 4) == 80.0
+
+
+def test_official_digits_sit_at_the_truncated_line_centre():
+    # box (0, 0, 101, 51): centre (50.5, 25.5) truncated to (50, 25); every digit of "3a4" sits there
+    assert official_digits([OcrLine("3a4", (0, 0, 101, 51), 0.9), OcrLine("8", (0, 0, 9, 9), 0.5)]) == [
+        ("3", 50, 25),
+        ("4", 50, 25),
+    ]
+
+
+def test_official_sudoku_counts_per_wrong_digit():
+    score = official_sudoku_accuracy(predicted_lines(), answer_lines(), question_lines(), 4)
+    # 16 answer digits - 4 under a question digit = 12 empty cells; matched (0,1) (0,2) (2,0) (2,1) = 4;
+    # wrong digits on givens: "7" and "9" = 2  ->  4 / (12 + 2) = 2/7
+    assert (score.matched, score.empty_cells, score.wrong_given_digits) == (4, 12, 2)
+    assert score.accuracy == pytest.approx(2 / 7)
+
+
+def test_a_grid_with_a_margin_scores_the_same_officially():
+    kw = {"cell": 100, "margin": 100}
+    score = official_sudoku_accuracy(predicted_lines(**kw), answer_lines(**kw), question_lines(**kw), 4)
+    assert score.accuracy == pytest.approx(2 / 7)
+
+
+def test_an_answer_ocr_missing_a_digit_does_not_raise():
+    # (3,3) not read: 15 answer digits, 11 empty cells  ->  4 / (11 + 2)
+    score = official_sudoku_accuracy(predicted_lines(), answer_lines(drop=(3, 3)), question_lines(), 4)
+    assert score.accuracy == pytest.approx(4 / 13)
+
+
+def _sudoku_truth(size: int = 400, grids: bool = True) -> dict:
+    truth = {"grid_size": 4, "grid": None, "solution": None, "question_size": [size, size], "answer_size": [size, size]}
+    if grids:
+        truth.update(grid=[[SOLUTION[r][c] if (r, c) in GIVENS else 0 for c in range(4)] for r in range(4)], solution=SOLUTION)
+    return truth
+
+
+def _raw(lines: list[OcrLine]) -> list[dict]:
+    return [{"text": ln.text, "box": list(ln.box), "confidence": ln.confidence} for ln in lines]
+
+
+def test_score_sudoku_defaults_to_official_and_reports_umnis_figure_beside():
+    from umni_graphs.girbench.scoring import score_sudoku
+
+    out = score_sudoku(
+        _sudoku_truth(),
+        edited=Image.new("RGB", (400, 400), "white"),
+        lines=_raw(predicted_lines()),
+        question_lines=_raw(question_lines()),
+        answer_lines=_raw(answer_lines()),
+    )
+    assert out["score"] == pytest.approx(2 / 7)
+    # umni: per cell, the overwritten given (0,3) counts once and (1,0) "5" is no credit: 4 / (12 + 1)
+    assert out["umni_score"] == pytest.approx(4 / 13)
+
+
+def test_umni_figure_finds_a_grid_with_a_margin_from_the_answer_digits():
+    from umni_graphs.girbench.scoring import score_sudoku
+
+    kw = {"cell": 100, "margin": 100}
+    out = score_sudoku(
+        _sudoku_truth(600, grids=False),
+        edited=Image.new("RGB", (600, 600), "white"),
+        lines=_raw(predicted_lines(**kw)),
+        question_lines=_raw(question_lines(**kw)),
+        answer_lines=_raw(answer_lines(**kw)),
+    )
+    assert out["score"] == pytest.approx(2 / 7) and out["umni_score"] == pytest.approx(4 / 13)
+
+
+def test_score_sudoku_with_an_unreadable_answer_keeps_the_official_score():
+    from umni_graphs.girbench.scoring import score_sudoku
+
+    out = score_sudoku(
+        _sudoku_truth(grids=False),
+        edited=Image.new("RGB", (400, 400), "white"),
+        lines=_raw(predicted_lines()),
+        question_lines=_raw(question_lines()),
+        answer_lines=_raw(answer_lines(drop=(3, 3))),
+    )
+    assert out["score"] == pytest.approx(4 / 13)
+    assert out["umni_score"] is None and "(3, 3)" in out["umni_note"]
+
+
+def test_sudoku_json_with_extra_string_fields_is_accepted():
+    spec = SudokuSpec.model_validate({"grid_size": 4, "puzzle": "1..4.41.2.4..3.1", "answer": "1234", "difficulty": "easy"})
+    assert spec.grid_size == 4 and spec.grid is None and spec.solution is None
+
+
+# ---------------------------------------------------------------------------------------------------
+# Spatial layout records as the official code accepts them
+
+
+def test_relation_indices_name_objects_by_position():
+    case = SpatialCase.model_validate({
+        "id": 1, "prompt": "p",
+        "task": {"objects": ["cat", "car"], "colors": ["red", ""], "relative_position": [{"subject": 0, "direction": "left", "object": 1}]},
+    })
+    # the official code turns an index into the (coloured) detector label
+    assert case.relations == [("red cat", "left", "car")]
+
+
+def test_empty_relative_position_scores_on_detection_alone():
+    from umni_graphs.girbench.scoring import score_spatial
+
+    case = SpatialCase.model_validate({"id": 1, "prompt": "p", "task": {"objects": ["cat"], "relative_position": []}})
+    truth = {"labels": case.labels, "relations": [list(r) for r in case.relations]}
+    once = score_spatial(truth, detections=[{"label": "cat", "box": [0, 0, 10, 10], "score": 1.0}])
+    twice = score_spatial(truth, detections=[{"label": "cat", "box": [0, 0, 10, 10], "score": 1.0}] * 2)
+    assert once["score"] == 1.0 and twice["score"] == 0.0
+
+
+# ---------------------------------------------------------------------------------------------------
+# Loaders: the hub layout and relative paths
+
+
+def _png(path: Path, colour: str = "red") -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.new("RGB", (32, 32), colour).save(path)
+
+
+def test_relative_cases_path_keeps_uni_reference_paths_whole(tmp_path, monkeypatch):
+    _png(tmp_path / "data" / "Zoology" / "1_red_fox" / "a.png")
+    monkeypatch.chdir(tmp_path)
+    (case,) = load_uni_cases(Path("data"), ["Zoology"])
+    assert all(p.is_file() for p in case.references), case.references
+
+
+def hub_dataset(root: Path) -> Path:
+    """The hub download: ``dataset/reference/`` holding the image sets and ``prompt/``."""
+    ref = root / "dataset" / "reference"
+    prompt = ref / "prompt"
+    prompt.mkdir(parents=True)
+    (prompt / "TextRendering.json").write_text(json.dumps([{"id": 1, "prompt": "A sign reading OPEN.", "text": "open"}]))
+    (prompt / "Zoology.json").write_text(json.dumps([{"id": 1, "prompt": "The fox of the fable."}]))
+    _png(ref / "Zoology" / "1_red_fox" / "a.png")
+    _png(ref / "Zoology" / "2_snow_owl" / "a.png", "white")
+    return root / "dataset"
+
+
+def test_hub_download_folder_works_as_cases(tmp_path):
+    dataset = hub_dataset(tmp_path)
+    assert present_tasks(dataset) == ["uni", "text"]
+    case_set = PROTOCOL.load(dataset, GirOptions(skip_roles="detect,ocr"))
+    fox = next(c for c in case_set.cases if c.id == "uni/Zoology/1")
+    assert fox.prompt == "The fox of the fable."
+
+
+def test_cases_check_and_run_agree_on_a_relative_hub_folder(tmp_path, monkeypatch):
+    hub_dataset(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    assert cli_main(["cases", "check", "girbench", "dataset"]) == 0
+    code = cli_main([
+        "run", "girbench", "--cases", "dataset", "--model", "sim/umm", "--option", "tasks=uni",
+        "--out", "run", "--cache", "cache", "--quiet",
+    ])
+    summary = json.loads(Path("run/summary.json").read_text())
+    assert summary["counts"]["failed"] == 0, summary["counts"]
+    assert code == 0
+
+
+def test_case_schema_names_every_task_file():
+    schema = PROTOCOL.case_schema()
+    assert {"NumericalReasoning.json", "SpatialLayout.json", "TextRendering.json", "VisualLogic/sudoku/<id>.json"} <= set(schema["properties"])
+    assert cli_main(["cases", "schema", "girbench"]) == 0
+
+
+def test_no_scorable_task_exits_2(tmp_path, capsys):
+    dataset = hub_dataset(tmp_path)
+    code = cli_main([
+        "run", "girbench", "--cases", str(dataset), "--model", "sim/umm", "--option", "tasks=text",
+        "--option", "skip_roles=ocr", "--out", str(tmp_path / "run"), "--cache", str(tmp_path / "cache"), "--quiet",
+    ])
+    assert code == 2
+    assert "no GIR-Bench case can be scored" in capsys.readouterr().err
