@@ -73,3 +73,21 @@ def test_viewer_reads_a_sweep_folder_and_single_runs_alike(demo_runs):
     one = ViewerData([demo_runs / "genius-3"])
     assert len(one.runs) == 1 and len(whole.runs) == 7
     assert {c[1] for c in one.cases} <= {c[1] for c in whole.cases}
+
+
+def test_umni_view_command_serves_on_localhost(demo_runs):
+    import subprocess
+    import sys
+
+    process = subprocess.Popen([sys.executable, "-m", "umni", "view", str(demo_runs / "wise-5")], stdout=subprocess.PIPE, text=True)
+    try:
+        line = process.stdout.readline()
+        assert line.startswith("umni view: http://127.0.0.1:")
+        url = line.split()[2]
+        _, body = get(url + "api/index.json")
+        assert [r["protocol"] for r in json.loads(body)["runs"]] == ["wise"]
+        ctype, page = get(url)
+        assert ctype.startswith("text/html") and b"app.js" in page
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
