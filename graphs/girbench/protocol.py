@@ -27,7 +27,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from PIL import Image
@@ -134,14 +134,27 @@ def _split_names(value: str) -> list[str]:
     return [part.strip() for part in value.split(",") if part.strip()]
 
 
+#: The feature extractor of the official Uni similarity (``eval_Similarity.py`` loads DINOv3 ViT-7B/16).
+OFFICIAL_UNI_MODEL = "facebook/dinov3-vit7b16-pretrain-lvd1689m"
+#: Metrics whose features come from the official extractors unless ``features=embed``.
+FEATURE_METRICS = ("uni_generation", "puzzle")
+
+
 class GirOptions(BaseModel):
     """``tasks``: comma-separated subset of the tasks (empty: every task the case folder holds).
-    ``skip_roles``: roles this run does not bind; what needs them is skipped and counted."""
+    ``skip_roles``: roles this run does not bind; what needs them is skipped and counted.
+    ``features``: ``official`` (default) scores Uni similarity with DINOv3 (``uni_model``, a hub id or
+    a local folder for transformers) and the Visual Puzzle FID with torchmetrics' InceptionV3
+    (``fid_weights``: a local weights file in torch-fidelity's format; empty for the standard
+    download); ``embed`` uses the run's embed role for both instead (a deviation, listed as such)."""
 
     model_config = ConfigDict(extra="forbid")
 
     tasks: str = ""
     skip_roles: str = ""
+    features: Literal["official", "embed"] = "official"
+    uni_model: str = OFFICIAL_UNI_MODEL
+    fid_weights: str = ""
 
     @field_validator("tasks")
     @classmethod
@@ -173,8 +186,15 @@ class GirOptions(BaseModel):
     def skipped_roles(self) -> set[str]:
         return set(_split_names(self.skip_roles))
 
+    def metric_roles(self, metric: str) -> tuple[str, ...]:
+        """The roles `metric` needs: with official features, Uni and puzzle need no embed role."""
+        roles = METRIC_ROLES[metric]
+        if self.features == "official" and metric in FEATURE_METRICS:
+            return tuple(r for r in roles if r != EMBED)
+        return roles
+
     def unmet_roles(self, metric: str) -> list[str]:
-        return [role for role in METRIC_ROLES[metric] if role in self.skipped_roles]
+        return [role for role in self.metric_roles(metric) if role in self.skipped_roles]
 
 
 def _options(options: BaseModel) -> GirOptions:
@@ -489,7 +509,7 @@ def _metric_summary(metric: str, entries: list[dict[str, Any]], options: GirOpti
         "note": None,
     }
     if metric == "puzzle":
-        result = scoring.puzzle_score(entries)
+        result = scoring.puzzle_score(entries, official=options.features == "official")
         out.update(score=result["score"], fid=result["fid"], note=result["note"] if scored else None)
     elif metric.startswith("uni_"):
         by_category: dict[str, list[float]] = defaultdict(list)
@@ -555,7 +575,7 @@ class GirBench(Protocol[GirCase]):
         opts = _options(options)
         bound = set(bound_roles)
         missing = {role for role in ALL_ROLES if role not in bound}
-        return GirOptions(tasks=opts.tasks, skip_roles=",".join(sorted(opts.skipped_roles | missing)))
+        return GirOptions(**{**opts.model_dump(), "skip_roles": ",".join(sorted(opts.skipped_roles | missing))})
 
     def case_schema(self) -> dict[str, Any]:
         """JSON Schemas of the files a GIR-Bench folder holds, keyed by where each file sits (the
@@ -607,8 +627,12 @@ class GirBench(Protocol[GirCase]):
             _score(g, "score", scoring.score_text, {"text": data.text}, lines=lines)
         elif isinstance(data, PuzzleCase):
             image = g.edit("image", ImageFile(data.question_image), PUZZLE_INSTRUCTION)
-            g.tool("embed/output", EMBED, image)
-            g.tool("embed/solution", EMBED, ImageFile(data.solution_image))
+            if opts.features == "official":
+                weights = {"fid_weights": opts.fid_weights or None}
+                _score(g, "features", scoring.puzzle_features, weights, files={"solution": data.solution_image}, output=image)
+            else:
+                g.tool("embed/output", EMBED, image)
+                g.tool("embed/solution", EMBED, ImageFile(data.solution_image))
         elif isinstance(data, VisualLogicCase):
             self._build_sudoku(g, data)
         elif isinstance(data, PerceptionCase):
@@ -622,9 +646,13 @@ class GirBench(Protocol[GirCase]):
         data: UniCase = case.data
         if _metric_unavailable(case, "uni_generation", opts) is None:
             image = g.generate("image", [case.prompt or ""])
-            generated = g.tool("embed/image", EMBED, image)
-            refs = {f"ref_{i:03d}": g.tool(f"embed/ref/{i}", EMBED, ImageFile(p)) for i, p in enumerate(data.references)}
-            _score(g, "similarity", scoring.score_similarity, {}, generated=generated, **refs)
+            if opts.features == "official":
+                files = {f"ref_{i:03d}": p for i, p in enumerate(data.references)}
+                _score(g, "similarity", scoring.score_dinov3_similarity, {"model": opts.uni_model}, files=files, generated=image)
+            else:
+                generated = g.tool("embed/image", EMBED, image)
+                refs = {f"ref_{i:03d}": g.tool(f"embed/ref/{i}", EMBED, ImageFile(p)) for i, p in enumerate(data.references)}
+                _score(g, "similarity", scoring.score_similarity, {}, generated=generated, **refs)
         if _metric_unavailable(case, "uni_understanding", opts) is None:
             assert case.vqa is not None
             g.answer("vqa", [ImageFile(case.vqa.image), case.vqa.question], list(case.vqa.options))
@@ -711,6 +739,14 @@ class GirBench(Protocol[GirCase]):
 
     @staticmethod
     def _puzzle_entry(outcomes: dict[str, Outcome]) -> dict[str, Any]:
+        if "features" in outcomes:  # official: one compute node holds both feature vectors
+            features = outcomes["features"]
+            if features.ok:
+                return {"status": "scored", "value": None, "features": dict(features.value)}
+            failure = _first_failure(outcomes, ["image", "features"])
+            if failure is None:
+                return {"status": "skipped", "reason": "an input node was skipped"}
+            return {"status": "failed", "failure": failure["kind"], "node": failure["node"], "message": failure["message"]}
         output, solution = outcomes["embed/output"], outcomes["embed/solution"]
         if output.ok and solution.ok:
             return {"status": "scored", "value": None, "features": {"output": output.value, "solution": solution.value}}

@@ -158,19 +158,52 @@ def score_sudoku(
     }
 
 
-def puzzle_score(entries: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """exp(-FD/60) of the Fréchet distance between output and solution features, over the whole set."""
+def score_dinov3_similarity(truth: dict[str, Any], files: dict[str, str], *, generated: Image.Image) -> dict[str, Any]:
+    """Official Uni similarity: mean cosine between DINOv3 features of the generated image and of
+    each reference image (`dinov3.py`); ``truth["model"]`` names the checkpoint."""
+    from .dinov3 import dinov3_features
+
+    refs = []
+    for name in sorted(files):
+        with Image.open(files[name]) as im:
+            refs.append(im.convert("RGB"))
+    feats = dinov3_features([generated, *refs], model=truth["model"])
+    return {"score": mean_cosine_similarity(feats[0], feats[1:]), "references": len(refs)}
+
+
+def puzzle_features(truth: dict[str, Any], files: dict[str, str], *, output: Image.Image) -> dict[str, Any]:
+    """InceptionV3 pool features of the output and of the solution, as the official FID sees them."""
+    from .fid import inception_features
+
+    with Image.open(files["solution"]) as im:
+        solution = im.convert("RGB")
+    feats = inception_features([output, solution], weights=truth["fid_weights"])
+    return {"output": [float(v) for v in feats[0]], "solution": [float(v) for v in feats[1]]}
+
+
+def puzzle_score(entries: Sequence[dict[str, Any]], *, official: bool = True) -> dict[str, Any]:
+    """exp(-FID/60) of the Fréchet distance between output and solution features, over the whole set.
+
+    `official` computes the distance with torchmetrics (`fid.fid_from_features`), as the official
+    code does; otherwise with umni's scipy formula (`metrics.frechet_distance_between`), used for
+    features from the run's embed role.
+    """
     pairs = [e["features"] for e in entries if e["status"] == "scored"]
     if len(pairs) < 2:
         return {"score": None, "fid": None, "note": "the Fréchet distance needs features of at least 2 scored cases"}
     outputs = np.array([p["output"] for p in pairs], dtype=np.float64)
     solutions = np.array([p["solution"] for p in pairs], dtype=np.float64)
     try:
-        with warnings.catch_warnings():
-            # fewer cases than feature dimensions make the covariances singular; the metric then
-            # retries with a small diagonal offset, so scipy's warning says nothing new
-            warnings.simplefilter("ignore", linalg.LinAlgWarning)
-            fid = frechet_distance_between(outputs, solutions)
+        if official:
+            from .fid import fid_from_features
+
+            fid = fid_from_features(outputs, solutions)
+        else:
+            with warnings.catch_warnings():
+                # fewer cases than feature dimensions make the covariances singular; the metric then
+                # retries with a small diagonal offset, so scipy's warning says nothing new
+                warnings.simplefilter("ignore", linalg.LinAlgWarning)
+                fid = frechet_distance_between(outputs, solutions)
     except ValueError as exc:
         return {"score": None, "fid": None, "note": f"Fréchet distance failed: {exc}"}
     return {"score": normalized_fid(fid), "fid": fid, "note": None}

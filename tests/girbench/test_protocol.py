@@ -94,7 +94,9 @@ def run(tmp_path: Path, *, cases: Path | None = None, roles=(), options=None, mo
         cases=cases,
         model=model,
         roles=list(roles),
-        options=options or {},
+        # these tests exercise the embed-role path (features from the run's embed role, umni's
+        # deviation); the official extractors run in tests/fidelity/test_girbench_official.py
+        options={"features": "embed", **(options or {})},
         retry=retry,
         progress=False,
     )
@@ -141,7 +143,7 @@ def test_bundled_folder_holds_every_task_in_the_official_layout():
 
 
 def test_skip_roles_turns_tasks_into_counted_skips(tmp_path):
-    case_set = PROTOCOL.load(BUNDLED, GirOptions(skip_roles="detect,embed"))
+    case_set = PROTOCOL.load(BUNDLED, GirOptions(skip_roles="detect,embed", features="embed"))
     reasons = {s.case_id: s.reason for s in case_set.skipped}
     assert sorted(reasons) == [f"numerical/{i}" for i in (1, 2, 3)] + [f"puzzle/00{i}" for i in (1, 2, 3)] + [
         f"spatial/{i}" for i in (1, 2, 3)
@@ -149,10 +151,10 @@ def test_skip_roles_turns_tasks_into_counted_skips(tmp_path):
     assert reasons["puzzle/001"] == "embed role not bound (skip_roles)"
     # Uni still runs its understanding side, without generation nodes
     uni = next(c for c in case_set.cases if c.task == "uni")
-    assert set(PROTOCOL.build(uni, GirOptions(skip_roles="detect,embed")).nodes) == {"vqa"}
+    assert set(PROTOCOL.build(uni, GirOptions(skip_roles="detect,embed", features="embed")).nodes) == {"vqa"}
     # nothing left to score is an input error (exit 2), naming why every case was skipped
     with pytest.raises(InputError, match=r"no GIR-Bench case can be scored: 6 case\(s\): understand role not bound \(skip_roles\); embed role not bound"):
-        PROTOCOL.load(BUNDLED, GirOptions(tasks="uni", skip_roles="embed,understand"))
+        PROTOCOL.load(BUNDLED, GirOptions(tasks="uni", skip_roles="embed,understand", features="embed"))
 
 
 def test_missing_images_and_absent_tasks(tmp_path):
@@ -376,7 +378,7 @@ def test_cli_offline_run_with_ocr_only(tmp_path):
     out = tmp_path / "run"
     code = cli_main([
         "run", "girbench", "--model", "sim/umm", "--role", "ocr=rapidocr/ppocr",
-        "--option", "skip_roles=detect,embed", "--option", "tasks=uni,text,perception",
+        "--option", "skip_roles=detect,embed", "--option", "tasks=uni,text,perception", "--option", "features=embed",
         "--out", str(out), "--cache", str(tmp_path / "cache"), "--quiet",
     ])
     assert code == 0
