@@ -13,6 +13,8 @@ EXTRA_OF: dict[str, str] = {
     "diffusers": "hf",
     "accelerate": "hf",
     "safetensors": "hf",
+    "torchmetrics": "girbench",
+    "torch_fidelity": "girbench",
     "rapidocr_onnxruntime": "ocr",
     "onnxruntime": "ocr",
     "selenium": "test",
