@@ -68,6 +68,7 @@ def synthesise_thousand(source: Path, out: Path, n: int = 1000) -> dict:
         record["domain"] = DOMAINS[i % len(DOMAINS)]
         if i % 10 == 0:
             failed += 1
+            record["questions"]["Q1"]["question"] = f'<img src=x onerror="window.pwned={i}"> Which objects? {i}'  # shown as text, never run
             record["nodes"]["generation/Q1"] = {"status": "failed", "failure": {"kind": "parse", "message": f"no option letter in reply {i}", "attempts": 2, "raw": f"I think maybe the answer is purple {i}"}}
         made.append(record)
     atomic_write_text(out / "results.jsonl", "".join(canonical_json(r) + "\n" for r in made))

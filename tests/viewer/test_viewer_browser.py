@@ -151,6 +151,8 @@ def test_a_thousand_case_run_stays_responsive(demo_runs, browser, serve, tmp_pat
     listed(browser)[-1].click()
     shots.wait_ready(browser, "#detail .panel img.thumb")
     assert "I think maybe the answer is purple 990" in browser.find_element(By.ID, "failures").text
+    assert '<img src=x onerror="window.pwned=990"> Which objects? 990' in browser.find_element(By.ID, "detail").text
+    assert browser.execute_script("return window.pwned === undefined")
     assert load_seconds < 20
     index_bytes = len(json.dumps(ViewerData([tmp_path / "big"]).index()))
     assert index_bytes < 1_000_000  # the list's data, not the cases' transcripts (tens of MB)
