@@ -70,7 +70,8 @@ def write_report(out: Path, protocol: Protocol[Any], summary: dict[str, Any], re
             src = export_image(out, view.image, blobs) if view.image else None
             full = f"images/{view.image}.png" if src else None
             panels.append({"view": view, "src": src, "full": full})
-        cases.append({"record": record, "panels": panels})
+        failures = [{"node": nid, **node["failure"]} for nid, node in sorted(record.get("nodes", {}).items()) if "failure" in node]
+        cases.append({"record": record, "panels": panels, "failures": failures})
     from .leaderboard import run_coverage
 
     coverage, failed = run_coverage(summary)
