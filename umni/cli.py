@@ -186,8 +186,11 @@ def _failure_exit(summary: dict[str, Any], threshold: float | None) -> int:
 
 
 def _print_run(summary: dict[str, Any], out: Path) -> None:
+    from .leaderboard import coverage_line
+
     counts = summary["counts"]
     print(f"  {out}: {counts['cases']} cases, {counts['computed']} computed, {counts['cached']} cached, calls {summary['calls']}")
+    print(f"    {coverage_line(summary)}")
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
