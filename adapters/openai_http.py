@@ -6,6 +6,9 @@ Other parameters: ``top_p``, ``quality``, ``style``, ``response_format`` (images
 ``likelihood`` compares the log-probabilities of the letters as the first answer token) and ``roles``
 (a comma list restricting which of understand, judge, generate, edit this server fills; a text-only
 vLLM server, say, is ``roles=understand,judge``).
+Limits (see http_limits): ``timeout`` bounds a whole attempt, every byte read included;
+``max_response_bytes`` (default 64 MiB) caps a response body and ``max_pixels`` (default 8192 x 8192)
+a returned image, checked from its header before decoding.
 
 Only fields every compatible server understands are sent (vLLM and SGLang serve the same chat API
 but not every OpenAI extra), and optional ones (``temperature``, ``size``, ``quality``…) are sent
@@ -32,7 +35,7 @@ from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 import httpx
-from PIL import Image, UnidentifiedImageError
+from PIL import Image
 
 from umni.backends import Backend
 from umni.errors import BackendError, ConfigError
@@ -45,7 +48,17 @@ from umni.roles import (
     Usage,
     option_letter,
 )
+from umni.secrets import mask, register_secret, scrub, truncate
 from umni.spec import Spec
+
+from .http_limits import (
+    DEFAULT_MAX_PIXELS,
+    DEFAULT_MAX_RESPONSE_BYTES,
+    decode_image_bounded,
+    positive_int_param,
+    send_bounded,
+    strict_json,
+)
 
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -59,6 +72,8 @@ CHOICE_MODES = ("letter", "likelihood")
 OUTPUT_PARAMS = frozenset({"temperature", "top_p", "max_tokens", "size", "quality", "mode", "response_format", "style"})
 #: Parameters that change only how the server is reached or how many calls run at once.
 CONNECTION_PARAMS = frozenset({"base_url", "api_key_env", "roles", "connect_timeout"})
+#: Bounds on what a server can make umni read and decode (see http_limits); they change no answer.
+LIMIT_PARAMS = frozenset({"max_response_bytes", "max_pixels"})
 
 
 class OpenAIBackend(Backend):
@@ -66,7 +81,7 @@ class OpenAIBackend(Backend):
 
     provider: ClassVar[str] = "openai"
     roles: ClassVar[frozenset[str]] = frozenset(MODEL_ROLES)
-    operational_params: ClassVar[frozenset[str]] = Backend.operational_params | CONNECTION_PARAMS
+    operational_params: ClassVar[frozenset[str]] = Backend.operational_params | CONNECTION_PARAMS | LIMIT_PARAMS
 
     def __init__(self, spec: Spec) -> None:
         super().__init__(spec)
@@ -81,6 +96,7 @@ class OpenAIBackend(Backend):
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ConfigError(f"backend spec '{spec}': base_url must be an http(s) URL such as {DEFAULT_BASE_URL}")
         self.host = parts.hostname
+        register_secret(parts.password)  # kept for the request, masked in everything written
         self.api_key_env = options.get("api_key_env", DEFAULT_API_KEY_ENV)
         if "api_key_env" in options and not os.environ.get(self.api_key_env):
             raise ConfigError(
@@ -104,6 +120,7 @@ class OpenAIBackend(Backend):
                 f"backend spec '{spec}': mode must be one of {', '.join(CHOICE_MODES)}, got '{self.mode}'"
             )
         self.image_options = {k: options[k] for k in ("size", "quality", "response_format", "style") if k in options}
+        self._init_limits(spec)
         self._roles = _parse_roles(spec, options.get("roles"))
         self._client: httpx.AsyncClient | None = None
         self._api_key: str | None = None
@@ -122,11 +139,25 @@ class OpenAIBackend(Backend):
     def __repr__(self) -> str:
         return f"OpenAIBackend(model={self.model!r}, host={self.host!r}, roles={sorted(self._roles)})"
 
+    def _init_limits(self, spec: Spec) -> None:
+        """Caps on one response (bytes read, pixels decoded); `timeout` is the attempt's whole deadline."""
+        options = spec.options
+        self.max_response_bytes = positive_int_param(options, "max_response_bytes", DEFAULT_MAX_RESPONSE_BYTES, spec=str(spec))
+        self.max_pixels = positive_int_param(options, "max_pixels", DEFAULT_MAX_PIXELS, spec=str(spec))
+        register_secret(os.environ.get(self.api_key_env))
+
+    async def _send(self, request: httpx.Request, who: str) -> httpx.Response:
+        """Send within the attempt's deadline (`timeout`, for the whole exchange) and the size cap."""
+        return await send_bounded(
+            self._require_client(), request, max_bytes=self.max_response_bytes, deadline_s=self.timeout_s, who=who
+        )
+
     async def start(self) -> None:
         if self._client is not None:
             return
         headers = {"Accept": "application/json"}
         self._api_key = os.environ.get(self.api_key_env) or None
+        register_secret(self._api_key)
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
         self._client = httpx.AsyncClient(
@@ -239,7 +270,7 @@ class OpenAIBackend(Backend):
             raw = await self._fetch_image(str(first["url"]))
         else:
             raise self._malformed("data[0] has neither b64_json nor url")
-        return decode_image(raw, source=f"{self.model} at {self.host}")
+        return decode_image(raw, source=f"{self.model} at {self.host}", max_pixels=self.max_pixels)
 
     async def _fetch_image(self, url: str) -> bytes:
         client = self._require_client()
@@ -248,7 +279,7 @@ class OpenAIBackend(Backend):
             # The key belongs to the API server; never hand it to a storage host named in a response.
             request.headers.pop("Authorization", None)
         try:
-            response = await client.send(request)
+            response = await self._send(request, f"{self._who()} image download")
         except httpx.TimeoutException:
             raise BackendError(f"{self._who()}: fetching the generated image timed out", retryable=True) from None
         except httpx.TransportError as exc:
@@ -273,7 +304,8 @@ class OpenAIBackend(Backend):
         client = self._require_client()
         started = time.perf_counter()
         try:
-            response = await client.post(path, json=json_body, data=data, files=files)
+            request = client.build_request("POST", path, json=json_body, data=data, files=files)
+            response = await self._send(request, f"{self._who()} {path}")
         except httpx.TimeoutException as exc:
             raise BackendError(
                 f"{self._who()} {path}: no response within the timeout "
@@ -287,8 +319,8 @@ class OpenAIBackend(Backend):
         if not response.is_success:
             raise _status_error(response, who=f"{self._who()} {path}", secret=self._api_key)
         try:
-            return response.json(), elapsed
-        except (json.JSONDecodeError, UnicodeDecodeError):
+            return strict_json(response.content), elapsed
+        except (ValueError, UnicodeDecodeError):  # JSONDecodeError, NaN/Infinity, out-of-range numbers
             raise self._malformed(f"{path} returned a body that is not JSON ({len(response.content)} bytes)") from None
 
     def _require_client(self) -> httpx.AsyncClient:
@@ -352,7 +384,7 @@ def _message_text(data: Any, *, allow_empty: bool = False) -> str:
         if allow_empty:
             return ""
         content = ""
-    return str(content)
+    return scrub(str(content))  # a key echoed in a reply is masked before anything stores it
 
 
 def _top_logprobs(data: Any) -> list[dict[str, Any]]:
@@ -389,16 +421,10 @@ def _count_images(parts: Sequence[Part]) -> int:
     return sum(isinstance(p, Image.Image) for p in parts)
 
 
-def decode_image(raw: bytes, *, source: str) -> Image.Image:
-    """Decode fully now, so a truncated download fails here (retryable), not later in scoring."""
-    try:
-        image = Image.open(io.BytesIO(raw))
-        image.load()
-    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
-        raise BackendError(
-            f"{source}: the returned image does not decode ({len(raw)} bytes; {exc})", retryable=True
-        ) from None
-    return image.convert("RGB") if image.mode not in ("RGB", "RGBA", "L") else image
+def decode_image(raw: bytes, *, source: str, max_pixels: int = DEFAULT_MAX_PIXELS) -> Image.Image:
+    """Decode fully now, so a truncated download fails here (retryable), not later in scoring; an
+    image over `max_pixels` is refused from its header, before its pixels are decoded."""
+    return decode_image_bounded(raw, max_pixels=max_pixels, source=source)
 
 
 # -- errors ----------------------------------------------------------------------------------------
@@ -409,7 +435,7 @@ RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
 def _status_error(response: httpx.Response, *, who: str, secret: str | None) -> BackendError:
     status = response.status_code
     retryable = status in RETRYABLE_STATUS or status >= 500
-    message = _redact(_server_message(response), secret)
+    message = truncate(_redact(_server_message(response), secret), 300)  # mask first, then cut
     retry_after = parse_retry_after(response.headers) if retryable else None
     wait = f"; server asks to wait {retry_after:g}s" if retry_after is not None else ""
     return BackendError(f"{who}: HTTP {status}: {message}{wait}", retryable=retryable, retry_after=retry_after)
@@ -420,7 +446,7 @@ def _server_message(response: httpx.Response) -> str:
         body = response.json()
     except (json.JSONDecodeError, UnicodeDecodeError):
         text = response.text.strip()
-        return text[:300] if text else response.reason_phrase or "no message"
+        return text if text else response.reason_phrase or "no message"
     error = body.get("error") if isinstance(body, dict) else None
     if isinstance(error, dict) and error.get("message"):
         return str(error["message"])
@@ -429,7 +455,7 @@ def _server_message(response: httpx.Response) -> str:
     for key in ("message", "detail"):  # vLLM / FastAPI style bodies
         if isinstance(body, dict) and body.get(key):
             return str(body[key])
-    return json.dumps(body)[:300]
+    return json.dumps(body)
 
 
 def parse_retry_after(headers: httpx.Headers) -> float | None:
@@ -457,7 +483,7 @@ def parse_retry_after(headers: httpx.Headers) -> float | None:
 
 
 def _redact(text: str, secret: str | None) -> str:
-    return text.replace(secret, "***") if secret else text
+    return mask(text, (secret,)) if secret else mask(text)
 
 
 # -- answer parsing --------------------------------------------------------------------------------

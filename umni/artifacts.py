@@ -12,6 +12,7 @@ import io
 import json
 import os
 import tempfile
+import warnings
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from PIL import Image, PngImagePlugin
 from pydantic import BaseModel, ConfigDict
 
 from .errors import InputError
+from .secrets import scrub
 from .storage import file_mode, storage_guard
 
 #: How many decoded images a BlobStore keeps at hand.
@@ -117,7 +119,8 @@ def _atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
 
 
 def atomic_write_text(path: Path, text: str) -> None:
-    _atomic_write(path, text.encode())
+    """Write a run's or a leaderboard's text file atomically, credentials scrubbed (`umni.secrets`)."""
+    _atomic_write(path, scrub(text).encode())
 
 
 def check_image_file(path: str | Path, *, max_pixels: int = MAX_CASE_PIXELS) -> tuple[int, int]:
@@ -129,7 +132,10 @@ def check_image_file(path: str | Path, *, max_pixels: int = MAX_CASE_PIXELS) -> 
     """
     path = Path(path)
     try:
-        with Image.open(path) as image:
+        with warnings.catch_warnings():  # the size is checked below, against MAX_CASE_PIXELS
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            opened = Image.open(path)
+        with opened as image:
             width, height = image.size
             if width * height > max_pixels:
                 raise InputError(

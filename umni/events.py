@@ -12,6 +12,7 @@ from typing import Any, TextIO
 
 import structlog
 
+from .secrets import scrub
 from .storage import storage_guard
 
 
@@ -26,6 +27,7 @@ class EventLog:
                 structlog.processors.TimeStamper(fmt="iso", utc=True, key="time"),
                 structlog.processors.EventRenamer("event"),
                 structlog.processors.JSONRenderer(ensure_ascii=False),
+                lambda _logger, _method, line: scrub(line),  # credentials never reach the log
             ],
         )
 

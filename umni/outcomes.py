@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .artifacts import ImageRef
+from .secrets import scrub
 
 Status = Literal["computed", "cached", "failed", "skipped", "blocked"]
 
@@ -24,6 +25,12 @@ class Failure:
     message: str
     attempts: int = 1
     raw: str | None = None
+
+    def __post_init__(self) -> None:
+        # what a failure says is persisted and compared across runs: no secrets, no object addresses
+        self.message = scrub(self.message)
+        if self.raw is not None:
+            self.raw = scrub(self.raw)
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"kind": self.kind, "message": self.message, "attempts": self.attempts}

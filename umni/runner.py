@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import math
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Iterator
@@ -86,6 +87,17 @@ def _storage_fault(group: BaseExceptionGroup) -> StorageError | None:
             if found is not None:
                 return found
     return None
+
+
+def _check_usage(usage: Usage) -> None:
+    """Refuse usage counts that are not finite non-negative integers (unknown, None, is allowed):
+    a server reporting -5 or Infinity tokens is misbehaving, and its counts would corrupt the run's
+    totals and cost, so the call is a backend failure rather than a silently summed number."""
+    for name, value in vars(usage).items():
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+            raise BackendError(f"the backend reported an invalid usage count: {name}={value!r}", retryable=False)
 
 
 def _retryable(exc: BaseException) -> bool:
@@ -493,6 +505,7 @@ class Runner:
                 reply = await self._attempt(fn)
                 usage = getattr(reply, "usage", None)
                 if isinstance(usage, Usage):
+                    _check_usage(usage)
                     self.stats.add_usage(role, usage)
                 return reply
         raise AssertionError("unreachable")  # pragma: no cover

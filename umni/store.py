@@ -22,6 +22,7 @@ from typing import Any
 
 from .artifacts import BlobStore
 from .errors import StorageError
+from .secrets import scrub
 from .storage import storage_guard, touch_with_umask
 
 #: `PRAGMA user_version` of the databases this version writes (rows carry a checksum).
@@ -93,7 +94,7 @@ class Cache:
             return None
 
     def put(self, key: str, kind: str, output: dict[str, Any]) -> None:
-        text = json.dumps(output, ensure_ascii=False)
+        text = scrub(json.dumps(output, ensure_ascii=False))  # no credential ever reaches the disk
         with self._guard():
             self.db.execute(
                 "INSERT OR REPLACE INTO results(key, kind, output, created, checksum) VALUES (?,?,?,?,?)",
@@ -160,7 +161,7 @@ class RunStore:
             self.db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
 
     def put(self, case_id: str, position: int, record: dict[str, Any], complete: bool) -> None:
-        text = json.dumps(record, ensure_ascii=False)
+        text = scrub(json.dumps(record, ensure_ascii=False))
         with storage_guard(self.path):
             self.db.execute(
                 "INSERT OR REPLACE INTO cases(case_id, position, complete, record, checksum) VALUES (?,?,?,?,?)",

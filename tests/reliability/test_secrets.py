@@ -1,0 +1,86 @@
+"""Secrets never reach a file umni writes: keys echoed by a server (in an error or in a reply),
+credentials in a base_url, and keys pasted into a spec. Real server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import base64
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from hostile_server import HostileServer, plain_error
+from reliability_support import files_containing, letter_by_hash
+
+from tests.support.openai_server import ChatRequest, OpenAIStubServer
+from umni.evaluation import RunRequest, evaluate
+from umni.secrets import register_secret, scrub
+
+KEY = "sk-umni-fault-" + "9e4b2d" * 8
+
+
+def _run(tmp_path: Path, model: str, *, limit: int = 2, roles: list[str] | None = None) -> dict[str, Any]:
+    request = RunRequest(protocol="umnibench", out=tmp_path / "run", cache=tmp_path / "cache", limit=limit, model=model,
+                         roles=roles or [], progress=False)  # fmt: skip
+    return evaluate(request).summary
+
+
+def _written(tmp_path: Path) -> list[Path]:
+    return [tmp_path / "run", tmp_path / "cache"]
+
+
+def test_a_key_echoed_at_the_cut_of_an_error_message_is_masked_whole(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    # a plain-text error body (not JSON) is cut to 300 characters; the key straddles the cut
+    body = "x" * (300 - len(KEY) + 1) + KEY + " was rejected"
+    with HostileServer(plain_error(401, body)) as server:
+        summary = _run(tmp_path, f"openai/stub-umm?base_url={server.base_url}&timeout=5&roles=understand",
+                       roles=["generate=sim/umm", "edit=sim/umm"], limit=1)  # fmt: skip
+    assert summary["failures"]["backend"] > 0
+    assert files_containing(_written(tmp_path), KEY[:-1].encode()) == []
+    assert files_containing(_written(tmp_path), KEY[-20:-1].encode()) == []
+
+
+def test_a_key_echoed_in_a_successful_reply_is_not_stored(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+
+    def leaky(chat: ChatRequest) -> str:
+        return letter_by_hash(chat) + f" (my key is {KEY})"
+
+    with OpenAIStubServer(responder=leaky, api_key=KEY) as server:
+        summary = _run(tmp_path, f"openai/stub-umm?base_url={server.base_url}&timeout=5")
+    assert summary["counts"]["computed"] > 0
+    assert "my key is ***" in (tmp_path / "run" / "results.jsonl").read_text()  # the reply kept, the key masked
+    assert files_containing(_written(tmp_path), KEY.encode()) == []
+
+
+def test_base_url_credentials_are_used_but_never_written(tmp_path, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    password = "Pa55-word-" + "c0ffee" * 4
+    with OpenAIStubServer(responder=letter_by_hash) as server:
+        url = server.base_url.replace("http://", f"http://umni-user:{password}@")
+        summary = _run(tmp_path, f"openai/stub-umm?base_url={url}&timeout=5")
+        sent = {r.authorization for r in server.requests}
+    assert sent == {"Basic " + base64.b64encode(f"umni-user:{password}".encode()).decode()}  # used for the request
+    assert summary["counts"]["computed"] > 0
+    assert files_containing(_written(tmp_path), password.encode()) == []
+    assert files_containing(_written(tmp_path), b"umni-user") == []  # userinfo stripped, not just masked
+    assert "127.0.0.1" in (tmp_path / "run" / "run.json").read_text()  # the host is still recorded
+
+
+def test_an_api_key_in_a_spec_is_refused_without_echoing_it(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "umni", "run", "umnibench", "--model", f"openai/gpt-4o?api_key={KEY}",
+         "--out", str(tmp_path / "run"), "--cache", str(tmp_path / "cache"), "--quiet"],  # fmt: skip
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert KEY not in done.stdout + done.stderr and KEY[:12] in "sk-umni-fault-"  # not even a part of it
+    assert "api_key_env" in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "run").exists()
+
+
+def test_scrub_masks_registered_secrets_userinfo_and_object_reprs():
+    register_secret("tok-" + "5" * 12)
+    text = "GET http://bob:pw%40x@h:1/v1 and http://al:pw%40h/v1 tok-555555555555 <_io.BytesIO object at 0x7f00aa>"
+    assert scrub(text) == "GET http://h:1/v1 and http://h/v1 *** <_io.BytesIO>"

@@ -1,0 +1,79 @@
+"""Keeping credentials out of everything umni writes.
+
+Backends register the secrets they hold (an API key read from the environment, the password of a
+``base_url``); `scrub` then masks them in any text before it is persisted or shown, strips the user
+information from URLs (``http://user:pass@host`` becomes ``http://host``; the request itself keeps
+it), and replaces Python object reprs (``<_io.BytesIO object at 0x7f…>``), whose addresses would make
+two identical runs write different results. Every writer of a run directory or cache — run.json,
+run.db, cache.db, events.jsonl, results.jsonl, summary.json, report.html — passes its text through
+`scrub`, and failure messages are scrubbed where they are made.
+
+Masking happens before any truncation, so a cut never leaves a secret minus its last characters.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from typing import Any
+
+MASK = "***"
+
+#: Secrets shorter than this are not registered: masking "a" everywhere would garble every text.
+MIN_SECRET_LENGTH = 6
+
+_lock = threading.Lock()
+_secrets: set[str] = set()
+
+# scheme://user[:password]@  (the @ also URL-encoded, as a spec string quotes it)
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*:(?://|%2F%2F))[^\s/@\"'<>?#&]+(?:@|%40)")
+_OBJECT_REPR = re.compile(r"<([A-Za-z_][\w.]*) object at 0x[0-9a-fA-F]+>")
+
+
+def register_secret(value: str | None) -> None:
+    """Mask `value` in everything scrubbed from now on (in this process)."""
+    if value and len(value) >= MIN_SECRET_LENGTH:
+        with _lock:
+            _secrets.add(value)
+
+
+def known_secrets() -> tuple[str, ...]:
+    with _lock:
+        return tuple(sorted(_secrets, key=len, reverse=True))  # longest first: no partial leftovers
+
+
+def mask(text: str, secrets: tuple[str, ...] | None = None) -> str:
+    """`text` with every registered secret replaced by ``***``."""
+    for secret in known_secrets() if secrets is None else secrets:
+        if secret in text:
+            text = text.replace(secret, MASK)
+    return text
+
+
+def strip_userinfo(text: str) -> str:
+    """Every URL in `text` without its ``user:password@`` part."""
+    return _USERINFO.sub(r"\1", text)
+
+
+def scrub(text: str) -> str:
+    """`text` as it may be written: secrets masked, URL credentials removed, object reprs named."""
+    return _OBJECT_REPR.sub(r"<\1>", strip_userinfo(mask(text)))
+
+
+def scrub_value(value: Any) -> Any:
+    """`scrub` applied to every string inside a JSON-like value (keys included)."""
+    if isinstance(value, str):
+        return scrub(value)
+    if isinstance(value, dict):
+        return {scrub_value(k): scrub_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [scrub_value(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(scrub_value(v) for v in value)
+    return value
+
+
+def truncate(text: str, limit: int) -> str:
+    """Scrub, then cut to `limit` characters (in that order: see the module docstring)."""
+    text = scrub(text)
+    return text if len(text) <= limit else text[:limit] + "…"
