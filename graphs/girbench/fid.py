@@ -143,6 +143,11 @@ def write_random_weights(path: str | Path, *, seed: int = 0) -> Path:
         empty = Path(tmp) / "empty.pth"
         torch.save({}, empty)
         model = _Unloaded(name="inception-v3-compat", features_list=[str(FEATURE_DIM)], feature_extractor_weights_path=str(empty))
+    # He initialisation keeps the activations' scale through the network's ~90 convolutions (the
+    # default initialisation shrinks them to ~1e-8, which would make every distance ~0)
+    for module in model.modules():
+        if isinstance(module, torch.nn.Conv2d):
+            torch.nn.init.kaiming_normal_(module.weight, nonlinearity="relu")
     path = Path(path)
     torch.save(model.state_dict(), path)
     return path

@@ -225,12 +225,13 @@ def test_hub_download_folder_works_as_cases(tmp_path):
     assert fox.prompt == "The fox of the fable."
 
 
-def test_cases_check_and_run_agree_on_a_relative_hub_folder(tmp_path, monkeypatch):
+def test_cases_check_and_run_agree_on_a_relative_hub_folder(tmp_path, monkeypatch, tiny_dinov3):
     hub_dataset(tmp_path)
     monkeypatch.chdir(tmp_path)
     assert cli_main(["cases", "check", "girbench", "dataset"]) == 0
     code = cli_main([
         "run", "girbench", "--cases", "dataset", "--model", "sim/umm", "--option", "tasks=uni",
+        "--option", f"uni_model={tiny_dinov3}",
         "--out", "run", "--cache", "cache", "--quiet",
     ])
     summary = json.loads(Path("run/summary.json").read_text())
@@ -252,3 +253,120 @@ def test_no_scorable_task_exits_2(tmp_path, capsys):
     ])
     assert code == 2
     assert "no GIR-Bench case can be scored" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------------------------------
+# Visual Puzzle: torchmetrics' InceptionV3 FID, as the official code calls it
+
+
+@pytest.fixture(scope="module")
+def inception_weights(tmp_path_factory) -> str:
+    from umni_graphs.girbench.fid import write_random_weights
+
+    return str(write_random_weights(tmp_path_factory.mktemp("fid") / "inception_random.pth"))
+
+
+def test_torchmetrics_fid_of_hand_made_features():
+    import numpy as np
+
+    from umni_graphs.girbench.fid import fid_from_features
+
+    # outputs (0,0),(2,0): mean (1,0), covariance diag(2,0); solutions (1,1),(3,1): mean (2,1), same
+    # covariance. |dmu|^2 = 2; Tr(S1) + Tr(S2) = 4; Tr((S1 S2)^1/2) = Tr(diag(2,0)) = 2 -> 2 + 4 - 4 = 2
+    fid = fid_from_features(np.array([[0.0, 0.0], [2.0, 0.0]]), np.array([[1.0, 1.0], [3.0, 1.0]]))
+    assert fid == pytest.approx(2.0, abs=1e-5)
+
+
+def _drawn(size: tuple[int, int], seed: int) -> Image.Image:
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    return Image.fromarray(rng.integers(0, 256, (size[1], size[0], 3), dtype=np.uint8))
+
+
+def test_puzzle_fid_equals_the_official_torchmetrics_call(tmp_path, inception_weights):
+    import torch
+
+    from umni_graphs.girbench.fid import _import_fid
+    from umni_graphs.girbench.scoring import puzzle_features, puzzle_score
+
+    pairs = []
+    for i in range(3):
+        solution = tmp_path / f"{i}.png"
+        _drawn((300, 200), i).save(solution)
+        pairs.append((_drawn((640, 480), 10 + i), solution))
+    # the official loop: RGB, PIL resize to 512x512, uint8 tensor into FrechetInceptionDistance(feature=2048)
+    metric = _import_fid().FrechetInceptionDistance(feature=2048, feature_extractor_weights_path=inception_weights)
+
+    def official(image: Image.Image):
+        arr = torch.from_numpy(__import__("numpy").array(image.convert("RGB").resize((512, 512))))
+        return arr.permute(2, 0, 1).unsqueeze(0).to(torch.uint8)
+
+    for output, solution in pairs:
+        metric.update(official(Image.open(solution)), real=True)
+        metric.update(official(output), real=False)
+    expected = float(metric.compute())
+    entries = [
+        {"status": "scored", "features": puzzle_features({"fid_weights": inception_weights}, {"solution": str(s)}, output=o)}
+        for o, s in pairs
+    ]
+    assert len(entries[0]["features"]["output"]) == 2048
+    result = puzzle_score(entries)
+    assert expected > 1.0  # random weights still separate the images
+    assert result["fid"] == pytest.approx(expected, rel=1e-4)
+    assert result["score"] == pytest.approx(__import__("math").exp(-expected / 60), rel=1e-4)
+
+
+def test_default_graphs_use_the_official_extractors_not_the_embed_role():
+    from umni_graphs.girbench.protocol import load_tasks
+
+    from umni_cases import bundled
+
+    case_set = load_tasks(bundled("girbench"), GirOptions(tasks="uni,puzzle"))
+    puzzle = next(c for c in case_set.cases if c.task == "puzzle")
+    graph = PROTOCOL.build(puzzle, GirOptions())
+    assert graph.required_roles() == {"edit"} and "features" in graph.nodes
+    uni = next(c for c in case_set.cases if c.id == "uni/Zoology/1")
+    assert PROTOCOL.build(uni, GirOptions()).required_roles() == {"generate", "understand"}
+
+
+# ---------------------------------------------------------------------------------------------------
+# Uni: DINOv3 class token, plain 224 resize, ImageNet normalisation
+
+
+def test_dinov3_input_is_a_plain_resize_with_imagenet_normalisation():
+    from umni_graphs.girbench.dinov3 import official_pixels
+
+    pixels = official_pixels(Image.new("RGB", (50, 30), (255, 0, 128)))
+    assert pixels.shape == (3, 224, 224)
+    # (1 - 0.485) / 0.229, (0 - 0.456) / 0.224, (128/255 - 0.406) / 0.225
+    assert pixels[:, 100, 7] == pytest.approx([2.2489083, -2.0357143, 0.4264924], abs=1e-5)
+
+
+@pytest.fixture(scope="module")
+def tiny_dinov3(tmp_path_factory) -> str:
+    import torch
+    from transformers import DINOv3ViTConfig, DINOv3ViTModel
+
+    torch.manual_seed(0)
+    config = DINOv3ViTConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2, num_register_tokens=2)
+    folder = tmp_path_factory.mktemp("dinov3") / "tiny"
+    DINOv3ViTModel(config).save_pretrained(folder)
+    return str(folder)
+
+
+def test_uni_similarity_is_the_mean_cosine_of_dinov3_class_tokens(tmp_path, tiny_dinov3):
+    import numpy as np
+
+    from umni_graphs.girbench.dinov3 import dinov3_features
+    from umni_graphs.girbench.scoring import score_dinov3_similarity
+
+    same, other = tmp_path / "same.png", tmp_path / "other.png"
+    generated = _drawn((96, 64), 1)
+    generated.save(same)
+    _drawn((64, 64), 2).save(other)
+    out = score_dinov3_similarity({"model": tiny_dinov3}, {"ref_000": str(same), "ref_001": str(other)}, generated=generated)
+    g, o = dinov3_features([generated, Image.open(other)], model=tiny_dinov3)
+    cosine = float(g @ o / (np.linalg.norm(g) * np.linalg.norm(o)))
+    # the identical reference scores 1, the other its cosine: the mean of the two
+    assert out["score"] == pytest.approx((1.0 + cosine) / 2, abs=1e-6) and out["references"] == 2
