@@ -370,3 +370,43 @@ def test_uni_similarity_is_the_mean_cosine_of_dinov3_class_tokens(tmp_path, tiny
     cosine = float(g @ o / (np.linalg.norm(g) * np.linalg.norm(o)))
     # the identical reference scores 1, the other its cosine: the mean of the two
     assert out["score"] == pytest.approx((1.0 + cosine) / 2, abs=1e-6) and out["references"] == 2
+
+
+# ---------------------------------------------------------------------------------------------------
+# Reasoning perception: OpenCV resizing and the official region growing
+
+
+def test_resizing_rounds_exactly_as_opencv():
+    import cv2
+    import numpy as np
+
+    from umni_graphs.girbench import masks
+
+    img = np.random.default_rng(1).integers(0, 256, (37, 53, 3), dtype=np.uint8)
+    for size in ((48, 64), (512, 512), (20, 30)):
+        expected = cv2.resize(img, (size[1], size[0]), interpolation=cv2.INTER_LINEAR)
+        assert (masks.resize_linear(img, size) == expected).all()
+
+
+def test_ratio_fallback_grows_the_seeds_into_similar_colour():
+    import numpy as np
+
+    from umni_graphs.girbench.masks import reasoning_perception_iou
+
+    # Original: grey, with a 140x140 patch of (60, 140, 60) at [186, 326). The edit paints the central
+    # 100x100 square [206, 306) (60, 140, 60) too: only there did green rise (delta G = 40 > 10), so
+    # those are the seeds (G/R = G/B = 2.33 > 1.15, saturation 146 >= 60, 10000 px >= 200; the colour
+    # step finds nothing since G < 155). Growing adds one ring of identical colour (Lab distance 0)
+    # per step for 5 steps, stopped by no edge (the patch border is 15 px further): 110x110 = 12100 px,
+    # less the 4 corner pixels: the opening with OpenCV's 3x3 ellipse (a cross) cuts each seed corner,
+    # and growing in 3x3 steps keeps each corner one pixel short. Without growing: 100x100 - 4.
+    original = np.full((512, 512, 3), 100, dtype=np.uint8)
+    original[186:326, 186:326] = (60, 140, 60)
+    original[206:306, 206:306] = (100, 100, 100)
+    edited = original.copy()
+    edited[206:306, 206:306] = (60, 140, 60)
+    target = np.zeros((512, 512), dtype=np.uint8)
+    target[201:311, 201:311] = 255
+    score = reasoning_perception_iou(Image.fromarray(edited), Image.fromarray(target), Image.fromarray(original))
+    assert score.method == "ratio" and score.predicted_px == 110 * 110 - 4
+    assert score.iou == pytest.approx((110 * 110 - 4) / (110 * 110))
