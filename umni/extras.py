@@ -15,6 +15,7 @@ EXTRA_OF: dict[str, str] = {
     "safetensors": "hf",
     "torchmetrics": "girbench",
     "torch_fidelity": "girbench",
+    "cv2": "girbench",
     "rapidocr_onnxruntime": "ocr",
     "onnxruntime": "ocr",
     "selenium": "test",
