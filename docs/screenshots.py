@@ -57,7 +57,7 @@ def build_demo_runs(root: Path) -> Path:
         ("genius", "sim/umm", [], {"reflection_rounds": "1"}, 3),
         ("aegis", "sim/umm", [], {}, 6),
         ("wise", "sim/umm", [], {}, 6),
-        ("girbench", "sim/umm", [], {}, 6),
+        ("girbench", "sim/umm", [], {"features": "embed"}, 6),  # no hub feature extractor: offline
     ]
     for i, (protocol, model, roles, options, limit) in enumerate(plans):
         out = runs / f"{protocol}-{i}"
@@ -138,7 +138,10 @@ def take_screenshots(out: Path, work: Path) -> list[Path]:
 
 
 if __name__ == "__main__":
+    import os
     import tempfile
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the demo runs never reach a model hub
 
     target = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).parent / "screenshots"
     with tempfile.TemporaryDirectory() as tmp:
