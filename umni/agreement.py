@@ -12,7 +12,6 @@ no judgement of the run are listed.
 from __future__ import annotations
 
 import csv
-import json
 import math
 from collections import defaultdict
 from pathlib import Path
@@ -21,6 +20,8 @@ from typing import Any
 from scipy import stats
 from sklearn.metrics import cohen_kappa_score
 
+from .caseio import read_json, read_results_jsonl
+from .completion import require_complete
 from .errors import InputError
 from .protocol import get_protocol
 
@@ -32,14 +33,13 @@ def run_judgements(run: Path) -> tuple[str, Items]:
     summary_path = run / "summary.json"
     if not summary_path.exists():
         raise InputError("not a finished umni run (no summary.json)", path=run)
-    protocol = get_protocol(json.loads(summary_path.read_text())["protocol"])
+    require_complete(run)
+    protocol = get_protocol(read_json(summary_path)["protocol"])
     items: Items = {}
-    for line in (run / "results.jsonl").read_text().splitlines():
-        if line.strip():
-            record = json.loads(line)
-            for metric, value in protocol.judgements(record).items():
-                if value is not None:
-                    items[(record["case_id"], metric)] = float(value)
+    for record in read_results_jsonl(run / "results.jsonl"):
+        for metric, value in protocol.judgements(record).items():
+            if value is not None:
+                items[(record["case_id"], metric)] = float(value)
     return protocol.name, items
 
 

@@ -9,6 +9,7 @@ record's position and id), which is how most published benchmarks ship their cas
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TypedDict, TypeVar, Unpack
@@ -192,13 +193,35 @@ def validate_records(
     return records
 
 
+def jsonl_lines(text: str) -> list[str]:
+    """The lines of a JSON Lines text, split on ``\n`` only (a trailing ``\r`` dropped).
+
+    `str.splitlines` also splits on U+2028, U+0085 and other separators that JSON allows raw inside a
+    string (umni writes results with ensure_ascii=False), which would cut such a record in two.
+    """
+    return [line.removesuffix("\r") for line in text.split("\n")]
+
+
+def read_results_jsonl(path: Path) -> list[dict[str, Any]]:
+    """The records of a run's results.jsonl (one JSON object a line); a damaged line is an InputError."""
+    records = []
+    for number, line in enumerate(jsonl_lines(read_text(path)), start=1):
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", path=path, line=number) from None
+    return records
+
+
 def read_jsonl(path: Path, model: type[M], *, id_field: str = "id") -> list[M]:
     """One model instance per non-empty line; duplicate ids are an error."""
     errors: list[InputError] = []
     records: list[M] = []
     seen: dict[str, int] = {}
     text = read_text(path)
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(jsonl_lines(text), start=1):
         if not line.strip():
             continue
         try:
@@ -268,3 +291,43 @@ def case_image_problems(graphs: Iterable[Any]) -> list[InputError]:
             shown = ", ".join(cases[:5]) + (f" and {len(cases) - 5} more" if len(cases) > 5 else "")
             problems.append(InputError(f"{exc.message} (read by case {shown})", path=exc.path))
     return problems
+
+
+# ---------------------------------------------------------------------------------- confinement
+
+
+def _hub_blobs(root: Path) -> Path | None:
+    """The blob folder of a Hugging Face hub snapshot `root` lies in (``…/datasets--o--n/snapshots/<rev>/…``),
+    where the hub keeps the files its snapshot symlinks point to; None elsewhere."""
+    parts = root.parts
+    for i in range(len(parts) - 2, 0, -1):
+        if parts[i] == "snapshots" and parts[i - 1].split("--")[0] in ("datasets", "models", "spaces"):
+            return Path(*parts[:i]) / "blobs"
+    return None
+
+
+def confined_path(root: str | Path, candidate: str | Path, *, inside: str = "the case folder") -> Path:
+    """`candidate` (relative to `root`, or absolute) resolved, symlinks followed; ValueError when it
+    lands outside `root`.
+
+    The one confinement rule of every loader that opens files a case names (GENIUS, AEGIS,
+    GIR-Bench): a case file must not make umni read — or send to a remote judge — a file outside its
+    own folder, whether by ``..``, an absolute path, or a symlink placed in the folder. The one
+    allowance: in a Hugging Face hub snapshot, files are symlinks into the repository's own ``blobs``
+    folder, which counts as inside.
+    """
+    text = str(candidate)
+    if not text.strip():
+        raise ValueError("empty path")
+    base = Path(root).resolve()
+    joined = Path(candidate) if Path(candidate).is_absolute() else Path(root) / candidate
+    resolved = joined.resolve()
+    if resolved.is_relative_to(base):
+        return resolved
+    # where the name points before symlinks are followed: inside means a symlink leads out
+    lexically_inside = Path(os.path.normpath(joined.absolute())).is_relative_to(os.path.normpath(Path(root).absolute()))
+    blobs = _hub_blobs(base)
+    if lexically_inside and blobs is not None and resolved.is_relative_to(blobs):
+        return resolved
+    via = " through a symlink" if lexically_inside else ""
+    raise ValueError(f"path {text!r} points outside {inside} {base}{via}")

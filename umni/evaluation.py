@@ -25,6 +25,7 @@ import platformdirs
 from . import __version__
 from .artifacts import atomic_write_text, canonical_json, fingerprint
 from .bindings import Bindings
+from .completion import mark_complete, mark_incomplete
 from .errors import ConfigError, InputError
 from .events import EventLog
 from .graph import Graph
@@ -103,9 +104,11 @@ def _check_manifest(out: Path, manifest: dict[str, Any]) -> None:
     path = out / "run.json"
     if path.exists():
         try:
-            old = json.loads(path.read_text())
-        except json.JSONDecodeError:
-            raise InputError("run.json is not valid JSON; this does not look like a umni run directory", path=path) from None
+            old = json.loads(path.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            raise InputError("run.json is not valid UTF-8 JSON; this does not look like a umni run directory", path=path) from None
+        if not isinstance(old, dict):
+            raise InputError("run.json does not hold a JSON object; this does not look like a umni run directory", path=path)
         differing = [k for k in ("protocol", "cases", "identities", "options", "seed") if old.get(k) != manifest.get(k)]
         if differing:
             raise InputError(
@@ -191,6 +194,7 @@ async def evaluate_async(
         manifest["lineage"] = lineage
     with _locked(out):
         _check_manifest(out, manifest)
+        mark_incomplete(out)  # removed only once results, summary and report are all written
         own_cache = cache is None
         if cache is None:
             cache = Cache(Path(request.cache) if request.cache else default_cache_dir())
@@ -243,6 +247,7 @@ async def evaluate_async(
         if lineage:
             summary["lineage"] = lineage
         _write_outputs(out, protocol, summary, records, cache)
+        mark_complete(out)
         events.emit("run.end", counts=summary["counts"], failures=summary["failures"])
         events.close()
         store.close()

@@ -24,6 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from .caseio import read_json, read_results_jsonl
+from .completion import require_complete
 from .errors import InputError
 from .report import format_cell
 
@@ -144,7 +146,7 @@ class Run:
     def records(self) -> list[dict[str, Any]]:
         if self.path is None or not (self.path / "results.jsonl").exists():
             return []
-        return [json.loads(line) for line in (self.path / "results.jsonl").read_text().splitlines() if line.strip()]
+        return read_results_jsonl(self.path / "results.jsonl")
 
     def seed(self) -> Any:
         manifest = self.path / "run.json" if self.path else None
@@ -208,10 +210,8 @@ def find_runs(paths: Iterable[Path]) -> list[Run]:
         if not candidates:
             raise InputError("no summary.json found (not a run directory, nor a folder of runs)", path=path)
         for candidate in candidates:
-            try:
-                found.append(Run(json.loads(candidate.read_text()), candidate.parent))
-            except json.JSONDecodeError as exc:
-                raise InputError(f"invalid JSON ({exc.msg})", path=candidate) from None
+            require_complete(candidate.parent)  # a half-written run directory is never tabled
+            found.append(Run(read_json(candidate), candidate.parent))
     return found
 
 

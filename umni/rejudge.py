@@ -8,12 +8,13 @@ both judges.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import anyio
 
+from .caseio import read_json
+from .completion import require_complete
 from .errors import InputError
 from .evaluation import RunRequest, RunResult, evaluate_async, prepare
 from .roles import ALL_ROLES, JUDGE
@@ -24,10 +25,11 @@ def read_manifest(run: Path) -> dict[str, Any]:
     path = Path(run) / "run.json"
     if not path.exists():
         raise InputError("not a umni run directory (no run.json)", path=run)
-    try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise InputError(f"run.json is not valid JSON ({exc.msg})", path=path) from None
+    require_complete(run)  # never re-score a half-written run
+    manifest = read_json(path)  # not JSON, or not UTF-8: an InputError naming run.json
+    if not isinstance(manifest, dict):
+        raise InputError("run.json does not hold a JSON object", path=path)
+    return manifest
 
 
 def rejudge(run: Path, judge: str, out: Path | None = None, *, concurrency: int | None = None, progress: bool | None = False) -> RunResult:

@@ -21,8 +21,11 @@ Re-running a sweep file resumes every run; adding a model runs only the new work
 
 from __future__ import annotations
 
+import fcntl
 import itertools
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -32,10 +35,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .artifacts import fingerprint
 from .caseio import validation_errors
-from .errors import InputError, InputErrors
+from .errors import InputError, InputErrors, StorageError, UmniError
 from .evaluation import RunRequest, RunResult, default_cache_dir, evaluate_async, prepare
 from .leaderboard import build_tables, write_leaderboard
 from .runner import LanePool
+from .storage import storage_guard
 from .store import Cache
 
 
@@ -79,11 +83,16 @@ def load_sweep(path: Path) -> SweepFile:
 def expand(sweep: SweepFile) -> list[RunRequest]:
     """One run request per combination, each with its own run directory under the sweep's."""
     requests = []
+    seen: dict[Path, str] = {}
     for protocol, model, roles, seed in itertools.product(sweep.protocols, sweep.models, sweep.roles, sweep.seeds):
         if model is None and not roles:
             raise InputError("each run needs a model or role bindings: give `models:` or non-empty `roles:` entries")
         label = fingerprint([model, sorted(roles.items()), seed, sweep.options.get(protocol, {})])[:10]
         assert sweep.out is not None
+        what = f"protocol {protocol}, model {model}, roles {roles or '{}'}, seed {seed}"
+        if sweep.out / protocol / label in seen:
+            raise InputError(f"the sweep lists the same run twice ({what}); remove the repeated model, role binding or seed")
+        seen[sweep.out / protocol / label] = what
         requests.append(
             RunRequest(
                 protocol=protocol,
@@ -100,6 +109,37 @@ def expand(sweep: SweepFile) -> list[RunRequest]:
             )
         )
     return requests
+
+
+@contextmanager
+def _sweep_lock(out: Path) -> Iterator[None]:
+    """One sweep process per sweep folder: a second one is refused with a message, not a traceback."""
+    with storage_guard(out):
+        out.mkdir(parents=True, exist_ok=True)
+        handle = open(out / ".sweep.lock", "w")
+    with handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise InputError("another umni sweep is running into this folder; wait for it to finish", path=out) from None
+        yield
+
+
+def _first_umni_error(group: BaseExceptionGroup) -> UmniError | None:
+    """The error to report when runs of a sweep fail together: the first umni error, which the CLI
+    prints as one line (a storage fault first, as it explains the others)."""
+    found: list[UmniError] = []
+
+    def walk(g: BaseExceptionGroup) -> None:
+        for exc in g.exceptions:
+            if isinstance(exc, BaseExceptionGroup):
+                walk(exc)
+            elif isinstance(exc, UmniError):
+                found.append(exc)
+
+    walk(group)
+    storage = [e for e in found if isinstance(e, StorageError)]
+    return (storage or found or [None])[0]
 
 
 def run_sweep(path: Path) -> tuple[Path, list[RunResult]]:
@@ -120,9 +160,15 @@ async def _run_all(sweep: SweepFile, requests: list[RunRequest], prepared: list[
         results[index] = await evaluate_async(requests[index], prepared[index], lanes=lanes, cache=cache, close_backends=False)
 
     try:
-        async with anyio.create_task_group() as tg:
-            for index in range(len(requests)):
-                tg.start_soon(one, index)
+        with _sweep_lock(sweep.out):
+            async with anyio.create_task_group() as tg:
+                for index in range(len(requests)):
+                    tg.start_soon(one, index)
+    except BaseExceptionGroup as group:
+        error = _first_umni_error(group)
+        if error is None:
+            raise
+        raise error from None
     finally:
         for backend in shared.values():
             await backend.ensure_closed()

@@ -19,6 +19,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 from jinja2 import Environment, PackageLoader, select_autoescape  # noqa: E402
 
 from .artifacts import BlobStore, atomic_write_text  # noqa: E402
+from .caseio import read_results_jsonl  # noqa: E402
+from .completion import require_complete  # noqa: E402
 from .leaderboard import Table, build_tables, run_label  # noqa: E402
 from .protocol import get_protocol  # noqa: E402
 from .report import export_image, format_cell  # noqa: E402
@@ -50,7 +52,8 @@ def plot_table(table: Table, path: Path) -> Path | None:
 
 def _records(run_dir: Path) -> list[dict[str, Any]]:
     path = run_dir / "results.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+    require_complete(run_dir)
+    return read_results_jsonl(path) if path.exists() else []
 
 
 def write_sweep_report(out: Path, results: list[Any]) -> Path:

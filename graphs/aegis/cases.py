@@ -42,7 +42,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from umni.caseio import read_json, validate_records
+from umni.caseio import confined_path, read_json, validate_records
 
 TASKS = ("understanding", "generation", "editing", "interleaved")
 Task = Literal["understanding", "generation", "editing", "interleaved"]
@@ -270,10 +270,7 @@ def resolve_image_path(root: Path, relative: str) -> Path:
         candidate = root / raw
     else:
         candidate = root / "images" / raw
-    resolved = candidate.resolve()
-    if not resolved.is_relative_to(root):
-        raise ValueError(f"image path {relative!r} points outside the annotation folder {root}")
-    return resolved
+    return confined_path(root, candidate, inside="the annotation folder")
 
 
 def load_cases(path: str | Path) -> AegisCaseSet:

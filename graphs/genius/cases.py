@@ -32,7 +32,7 @@ from pydantic import (
     model_validator,
 )
 
-from umni.caseio import read_json_records
+from umni.caseio import confined_path, read_json_records
 from umni.errors import InputError, InputErrors
 
 DIMENSIONS = ("implicit_pattern", "symbolic_constraint", "visual_constraint", "prior_conflicting", "multi_semantic")
@@ -180,10 +180,7 @@ def resolve_image(name: str, dimension_dir: Path, root: Path) -> Path:
     file_name = image_file_name(name)
     if not name or PurePosixPath(file_name).is_absolute() or PureWindowsPath(file_name).is_absolute():
         raise ValueError(f"image name {name!r} must be a relative path")
-    path = (dimension_dir / IMAGES_FOLDER / file_name).resolve()
-    if not path.is_relative_to(root.resolve()):
-        raise ValueError(f"image {name!r} resolves outside the dataset folder ({path})")
-    return path
+    return confined_path(root, dimension_dir / IMAGES_FOLDER / file_name, inside="the dataset folder")
 
 
 def load_dimension(root: str | Path, dimension: str) -> list[GeniusCase]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from umni.caseio import confined_path as core_confined_path
 from umni.errors import InputError
 
 #: Image files a reference folder may hold (the official tooling globs the same suffixes).
@@ -25,9 +26,10 @@ def confined_path(
 ) -> Path:
     """`candidate` (relative to `root`, or absolute) if it stays inside `root`, else InputError.
 
-    The check is lexical (``..`` segments are collapsed, symlinks are not followed): a dataset
-    downloaded from a hub may hold symlinks into a cache, and those are the user's own files, whereas
-    a ``../`` written into a record is how a case file reaches outside its data directory.
+    ``..`` segments are collapsed first, then `umni.caseio.confined_path` follows symlinks: a symlink
+    placed in the folder may not lead outside it either (GENIUS and AEGIS apply the same rule), except
+    into a Hugging Face hub snapshot's own blob store. The lexical path is returned, so records keep
+    the names the dataset uses.
     """
     root_norm = os.path.normpath(os.path.abspath(root))
     text = str(candidate)
@@ -42,6 +44,10 @@ def confined_path(
             record=record,
             field=field,
         )
+    try:
+        core_confined_path(root_norm, norm, inside="the data directory")
+    except ValueError as exc:
+        raise InputError(str(exc), path=source, record=record, field=field) from None
     return Path(norm)
 
 
