@@ -63,6 +63,7 @@ from .cases import (
     missing_images,
 )
 from . import scoring
+from .deviations import deviations
 
 #: Tasks in the paper's table order.
 TASKS = ("uni", "numerical", "spatial", "text", "puzzle", "sudoku", "perception")
@@ -520,6 +521,11 @@ def _metric_summary(metric: str, entries: list[dict[str, Any]], options: GirOpti
         out["score"] = _mean(present)  # the paper's Overall: the mean of the category scores
     else:
         out["score"] = _mean([e["value"] for e in scored])
+    if metric == "sudoku":  # umni's per-cell figure beside the official score (deviations.py)
+        cells = [e["detail"].get("umni_score") for e in scored]
+        known = [v for v in cells if v is not None]
+        out["umni_score"] = _mean(known)
+        out["umni_scored"] = len(known)
     if not entries:
         unmet = options.unmet_roles(metric)
         if options.task_list and METRIC_TASK[metric] not in options.task_list:
@@ -778,6 +784,8 @@ class GirBench(Protocol[GirCase]):
             "metrics": metrics,
             "failed_cases": sum(m["failed"] for m in metrics.values()),
             "skip_roles": sorted(opts.skipped_roles),
+            "features": opts.features,
+            "deviations": deviations(metrics, opts.features),
         }
 
     def tables(self, summary: dict[str, Any]) -> list[tuple[str, list[str], list[list[Any]]]]:

@@ -410,3 +410,54 @@ def test_ratio_fallback_grows_the_seeds_into_similar_colour():
     score = reasoning_perception_iou(Image.fromarray(edited), Image.fromarray(target), Image.fromarray(original))
     assert score.method == "ratio" and score.predicted_px == 110 * 110 - 4
     assert score.iou == pytest.approx((110 * 110 - 4) / (110 * 110))
+
+
+# ---------------------------------------------------------------------------------------------------
+# A hub-layout folder runs end to end with the official scorers
+
+
+def hub_folder_with_every_task(root: Path) -> Path:
+    """``dataset/reference/`` as downloaded: the bundled (umni-drawn) image sets and prompt files,
+    with record shapes the official code accepts and umni refused before."""
+    import shutil
+
+    from umni_cases import bundled
+
+    source = bundled("girbench")
+    ref = root / "dataset" / "reference"
+    for folder in ("Zoology", "Botany", "Geography", "ReasoningPerception", "VisualLogic", "VisualPuzzle", "prompt"):
+        shutil.copytree(source / folder, ref / folder)
+    spatial = json.loads((ref / "prompt" / "SpatialLayout.json").read_text())
+    spatial.append({"id": 9, "prompt": "A cat and a car.", "task": {"objects": ["cat", "car"], "relative_position": [{"subject": 0, "direction": "left", "object": 1}]}})
+    spatial.append({"id": 10, "prompt": "A cat.", "task": {"objects": ["cat"], "relative_position": []}})
+    (ref / "prompt" / "SpatialLayout.json").write_text(json.dumps(spatial))
+    sudoku = ref / "VisualLogic" / "sudoku" / "2.json"
+    sudoku.write_text(json.dumps({**json.loads(sudoku.read_text()), "puzzle": "1..4", "difficulty": "easy"}))
+    return root / "dataset"
+
+
+def test_hub_layout_folder_runs_through_umni_run_with_the_official_scorers(tmp_path, tiny_dinov3, inception_weights):
+    dataset = hub_folder_with_every_task(tmp_path)
+    before = sorted(str(p.relative_to(dataset)) for p in dataset.rglob("*"))
+    out = tmp_path / "run"
+    code = cli_main([
+        "run", "girbench", "--cases", str(dataset), "--model", "sim/umm", "--role", "ocr=rapidocr/ppocr",
+        "--option", f"uni_model={tiny_dinov3}", "--option", f"fid_weights={inception_weights}",
+        "--out", str(out), "--cache", str(tmp_path / "cache"), "--quiet",
+    ])
+    summary = json.loads((out / "summary.json").read_text())
+    assert code == 0 and summary["counts"]["failed"] == 0, summary["counts"]
+    assert sorted(str(p.relative_to(dataset)) for p in dataset.rglob("*")) == before  # folder unchanged
+    metrics = summary["scores"]["metrics"]
+    # no detector bound: numerical and spatial are skipped and counted, every other task is scored
+    skipped = [s["case_id"] for s in summary["skipped_cases"]]
+    assert summary["counts"]["skipped_cases"] == 8 and sorted(skipped)[:3] == ["numerical/1", "numerical/2", "numerical/3"]
+    assert "spatial/9" in skipped and "spatial/10" in skipped
+    assert {k: metrics[k]["scored"] for k in ("uni_generation", "text", "puzzle", "sudoku", "perception")} == {
+        "uni_generation": 6, "text": 3, "puzzle": 3, "sudoku": 2, "perception": 2,
+    }
+    assert summary["scores"]["puzzle_fid"] is not None and summary["scores"]["features"] == "official"
+    deviations = {d["id"]: d for d in summary["scores"]["deviations"]}
+    assert deviations["sudoku-per-cell"]["official_score"] == metrics["sudoku"]["score"]
+    assert "umni_score" in deviations["sudoku-per-cell"] and "failures-counted" in deviations
+    assert "spatial-label-matching" not in deviations  # listed only for metrics that ran

@@ -1,0 +1,81 @@
+"""Where umni's GIR-Bench scoring deliberately differs from the official evaluation code.
+
+The default score of every task follows ``lihxxx/GIR-Bench`` ``eval/*.py``. The entries below are
+the places umni differs, listed in ``summary.json`` (``scores.deviations``) and in the README's
+protocol notes; where umni computes its own figure too, the summary reports it beside the official
+one (``umni_score`` of the metric).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: id -> (metric, what the official code does, what umni does, whether a number can change)
+DEVIATIONS: dict[str, tuple[str, str, str, bool]] = {
+    "sudoku-per-cell": (
+        "sudoku",
+        "digits are matched by pixel distance to the answer image's digits; every wrong digit read on a "
+        "given adds 1 to the denominator; all digits of an OCR line sit at the line centre",
+        "the official score is the default; umni's per-cell figure (umni_score) places each digit in its "
+        "grid cell, counts an overwritten given once and credits a cell only when all its digits agree",
+        True,
+    ),
+    "failures-counted": (
+        "all",
+        "outputs that are missing or fail are left out of the averages without a count",
+        "failed and skipped cases are counted per metric (failed, skipped) and left out of the averages; "
+        "the averages over the scored cases are the same",
+        False,
+    ),
+    "spatial-label-matching": (
+        "spatial",
+        "parses the detector's (InternVL) text reply; a box key counts for a label when it starts with "
+        "the label and ends in _<digit>, so 'car_seat_1' also counts as 'car', and an uncoloured box is "
+        "credited to the coloured object of that name",
+        "receives detections from the detect role and compares whole labels (case, underscores and an "
+        "instance suffix ignored), so 'car seat' never counts as 'car' and colours must match",
+        True,
+    ),
+    "numerical-counts": (
+        "numerical",
+        "a count is the larger of the count the detector reported and its number of boxes; objects it "
+        "lists as missing count 0",
+        "a count is the number of detections carrying the label",
+        True,
+    ),
+    "uni-understanding": (
+        "uni_understanding",
+        "not part of the released code (only the generation side is scored)",
+        "a multiple-choice question about a reference image, distractors drawn from other entities",
+        False,
+    ),
+}
+
+#: Listed only when the run used ``features=embed``.
+EMBED_FEATURES = (
+    "uni_generation, puzzle",
+    "DINOv3 class-token features for Uni similarity; torchmetrics' InceptionV3 2048-d features for the FID",
+    "features from the run's embed role (features=embed): not comparable with published numbers",
+    True,
+)
+
+
+def _entry(key: str, metric: str, official: str, umni: str, changes: bool) -> dict[str, Any]:
+    return {"id": key, "metric": metric, "official": official, "umni": umni, "changes_score": changes}
+
+
+def deviations(metrics: dict[str, dict[str, Any]], features: str) -> list[dict[str, Any]]:
+    """The deviations that apply to a run: those of metrics that had cases, with umni's figure beside
+    the official score where umni computes one."""
+    out = []
+    for key, (metric, official, umni, changes) in DEVIATIONS.items():
+        if metric != "all" and not metrics.get(metric, {}).get("cases"):
+            continue
+        entry = _entry(key, metric, official, umni, changes)
+        if metric in metrics and "umni_score" in metrics[metric]:
+            entry["official_score"] = metrics[metric]["score"]
+            entry["umni_score"] = metrics[metric]["umni_score"]
+        out.append(entry)
+    if features == "embed":
+        out.append(_entry("features-embed", *EMBED_FEATURES))
+    return out
