@@ -100,6 +100,13 @@ def test_a_read_only_cache_stops_the_run_with_one_line(tmp_path, small_disk):
     assert _node_failures(out) == []
 
 
+def test_an_out_on_a_read_only_disk_is_one_line(tmp_path, small_disk):
+    subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], check=True)
+    done = _run(small_disk / "run", tmp_path / "cache")
+    assert done.returncode == 1, done.stdout + done.stderr
+    _assert_one_line(done.stderr, "read-only")
+
+
 def test_an_out_that_is_a_file_or_unwritable_is_one_line(tmp_path):
     blocker = tmp_path / "a-file"
     blocker.write_text("not a directory")
