@@ -11,78 +11,9 @@ import math
 import re
 from collections.abc import Sequence
 
+from umni.choices import parse_choice  # the one multiple-choice reading, shared with every backend
 from umni.errors import ParseFailure
 from umni.roles import Detection, option_letter
-
-#: Wrappers models put around a bare answer: markdown emphasis, quotes, brackets.
-_DECORATION = re.compile(r"[*_`\"'“”‘’]")
-#: "Answer: B", "the answer is (B)", "Correct option: B." — a cue word, then the letter.
-#: The cue words ignore case; the letter must be a capital, so "the answer is a cube" names nothing.
-_CUED = re.compile(
-    r"\b(?i:answer|option|choice)\s*(?i:is|would be)?\s*[:：-]?\s*[\(\[]?([A-Z])[\)\]]?(?=$|[\s.,;:!)\]])"
-)
-#: The whole reply is one letter (any case), maybe bracketed or punctuated: "B", "(B)", "b.", "[B]:".
-_BARE = re.compile(r"^[\(\[]?([A-Za-z])[\)\]]?[.:;,!]?$")
-#: A letter that opens the reply and is set off as a label: "B. a cube", "(B) a cube", "B) cube", "B: cube".
-_LABELLED = re.compile(r"^[\(\[]?([A-Z])(?:[\)\]][.:]?|[.:])(?:\s+|$)(.*)$", re.DOTALL)
-
-
-def _normalise(text: str) -> str:
-    return " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split())
-
-
-def _letter_index(letter: str, n_options: int) -> int | None:
-    index = ord(letter.upper()) - ord("A")
-    return index if 0 <= index < n_options else None
-
-
-def parse_choice(reply: str, options: Sequence[str]) -> int | None:
-    """The option a reply names, by letter or by the option's own text; None if none or several.
-
-    Tolerates "B", "(B)", "B.", "**B**", "Answer: B", "The answer is (B).", "B. the red one", and the
-    option text alone. A lone capital "A" opening a sentence ("A cube.") is not taken as a letter,
-    because it is more often the article.
-    """
-    text = _DECORATION.sub("", reply).strip()
-    if not text or not options:
-        return None
-    n = len(options)
-    first_line = text.splitlines()[0].strip()
-
-    bare = _BARE.match(first_line)
-    if bare:
-        return _letter_index(bare.group(1), n)
-
-    labelled = _LABELLED.match(text)
-    if labelled:
-        index = _letter_index(labelled.group(1), n)
-        rest = _normalise(labelled.group(2))
-        # "B. red cube" must not contradict itself by quoting another option's text.
-        if index is not None and (not rest or _text_match(rest, options) in (None, index)):
-            return index
-        return None
-
-    cued = {m.group(1).upper() for m in _CUED.finditer(text)}
-    if len(cued) == 1:
-        return _letter_index(cued.pop(), n)
-    if len(cued) > 1:
-        return None
-
-    return _text_match(_normalise(text), options)
-
-
-def _text_match(normalised_reply: str, options: Sequence[str]) -> int | None:
-    """An option whose text is the reply, or the one option whose text the reply contains."""
-    texts = [_normalise(o) for o in options]
-    exact = [i for i, t in enumerate(texts) if t and t == normalised_reply]
-    if len(exact) == 1:
-        return exact[0]
-    padded = f" {normalised_reply} "
-    found = [i for i, t in enumerate(texts) if t and f" {t} " in padded]
-    # "dark red" contains "red": keep only options not contained in another found option.
-    found = [i for i in found if not any(j != i and f" {texts[i]} " in f" {texts[j]} " for j in found)]
-    return found[0] if len(found) == 1 else None
-
 
 def choice_prompt(options: Sequence[str]) -> str:
     """The text appended to a question so the model answers with a letter."""

@@ -27,7 +27,6 @@ import base64
 import io
 import json
 import os
-import re
 import time
 from collections.abc import Sequence
 from email.utils import parsedate_to_datetime
@@ -38,6 +37,7 @@ import httpx
 from PIL import Image
 
 from umni.backends import Backend
+from umni.choices import parse_choice
 from umni.errors import BackendError, ConfigError
 from umni.roles import (
     MODEL_ROLES,
@@ -392,8 +392,9 @@ def _top_logprobs(data: Any) -> list[dict[str, Any]]:
         first = data["choices"][0]["logprobs"]["content"][0]
     except (KeyError, IndexError, TypeError):
         raise BackendError(
-            "malformed response: likelihood mode needs choices[0].logprobs.content (does the server support logprobs?)",
-            retryable=True,
+            "the server returned no logprobs (choices[0].logprobs.content): mode=likelihood needs a server "
+            "that supports them; use mode=letter for this one",
+            retryable=False,
         ) from None
     candidates = list(first.get("top_logprobs") or [])
     candidates.append({"token": first.get("token", ""), "logprob": first.get("logprob")})
@@ -488,38 +489,8 @@ def _redact(text: str, secret: str | None) -> str:
 
 # -- answer parsing --------------------------------------------------------------------------------
 
-_ANSWER_CUE = re.compile(r"(?:answer|option|choice)\s*(?:is|:|=)?\s*[:\-]?\s*[\(\[\*]*\s*([A-Za-z])\b", re.IGNORECASE)
-_LONE_LETTER = re.compile(r"(?<![A-Za-z0-9'])[\(\[\*]*([A-Z])[\)\]\.\:\*]*(?![A-Za-z0-9'])")
-
-
-def parse_option_letter(reply: str, options: Sequence[str]) -> int | None:
-    """The option a free-text reply names, or None when it names none or several.
-
-    Accepts a bare letter (``B``, ``(b)``, ``**B.**``), an answer cue (``The answer is B``), a
-    single capital letter standing alone in a sentence, or the exact text of one option.
-    """
-    valid = {option_letter(i): i for i in range(len(options))}
-    text = reply.strip()
-    bare = text.strip(" \t\n*_`\"'()[]{}.:")
-    if len(bare) == 1 and bare.upper() in valid:
-        return valid[bare.upper()]
-    cues = [m.group(1).upper() for m in _ANSWER_CUE.finditer(text)]
-    cues = [c for c in cues if c in valid]
-    if cues:
-        return valid[cues[-1]]
-    lone = {m.group(1) for m in _LONE_LETTER.finditer(text)} & set(valid)
-    # A capital 'A' or 'I' inside a sentence is usually a word, not an option.
-    if len(lone) > 1:
-        lone -= {"A", "I"}
-    if len(lone) == 1:
-        return valid[lone.pop()]
-    normalized = _normalize(text)
-    matches = [i for i, option in enumerate(options) if _normalize(option) and _normalize(option) == normalized]
-    return matches[0] if len(matches) == 1 else None
-
-
-def _normalize(text: str) -> str:
-    return re.sub(r"[\s.]+", " ", text).strip().lower()
+#: The engine's one multiple-choice reading (umni.choices); kept under this name for callers.
+parse_option_letter = parse_choice
 
 
 # -- spec helpers ----------------------------------------------------------------------------------
