@@ -43,6 +43,7 @@ __all__ = [
     "normalize_text",
     "normalized_fid",
     "numerical_case_correct",
+    "official_label_counts",
     "reasoning_perception_iou",
     "relation_holds",
     "spatial_case",
@@ -229,6 +230,33 @@ def spatial_case(
             continue
         results.append(relation_holds(subject_box, object_box, direction))
     return SpatialVerdict(counts=counts, all_detected_once=all_once, relations=results)
+
+
+def official_label_counts(detections: Iterable[Any], labels: Sequence[str]) -> dict[str, int]:
+    """Per asked-for label, how many boxes the official spatial check counts for it.
+
+    The official code keys the n-th box of a label ``<label with underscores>_<n>`` and counts for a
+    label every key equal to it or starting with ``<label>_`` and ending in a number, so the boxes of
+    a longer label that begins with it count too (``car_seat_1`` counts for ``car``). Detections are
+    keyed by the asked-for label they match (`label_key`), others by their own label.
+    """
+    by_key = {label_key(label): label for label in labels}
+    seen: dict[str, int] = {}
+    keys = []
+    for det in detections:
+        name = det if isinstance(det, str) else _field(det, "label", 0)
+        base = by_key.get(label_key(name), name).replace(" ", "_")
+        seen[base] = seen.get(base, 0) + 1
+        keys.append(f"{base}_{seen[base]}")
+    counts = {}
+    for label in labels:
+        forms = {label, label.replace(" ", "_")}
+        counts[label] = sum(
+            1
+            for k in keys
+            if k in forms or any(k.startswith(f"{f}_") and k.split("_")[-1].isdigit() for f in forms)
+        )
+    return counts
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -521,7 +521,7 @@ def _metric_summary(metric: str, entries: list[dict[str, Any]], options: GirOpti
         out["score"] = _mean(present)  # the paper's Overall: the mean of the category scores
     else:
         out["score"] = _mean([e["value"] for e in scored])
-    if metric == "sudoku":  # umni's per-cell figure beside the official score (deviations.py)
+    if metric in ("sudoku", "spatial"):  # umni's figure beside the official score (deviations.py)
         cells = [e["detail"].get("umni_score") for e in scored]
         known = [v for v in cells if v is not None]
         out["umni_score"] = _mean(known)
@@ -626,7 +626,7 @@ class GirBench(Protocol[GirCase]):
             image = g.generate("image", [data.prompt])
             found = g.tool("detect", DETECT, image, labels=data.labels)
             truth = {"labels": data.labels, "relations": [list(r) for r in data.relations]}
-            _score(g, "score", scoring.score_spatial, truth, detections=found)
+            _score(g, "score", scoring.score_spatial, truth, version="2", detections=found)
         elif isinstance(data, TextCase):
             image = g.generate("image", [data.prompt])
             lines = g.tool("ocr", OCR, image)

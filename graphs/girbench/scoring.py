@@ -29,6 +29,7 @@ from .metrics import (
     normalize_text,
     normalized_fid,
     numerical_case_correct,
+    official_label_counts,
     reasoning_perception_iou,
     spatial_case,
     sudoku_accuracy,
@@ -54,11 +55,20 @@ def score_numerical(truth: dict[str, Any], *, detections: list[dict[str, Any]]) 
 
 
 def score_spatial(truth: dict[str, Any], *, detections: list[dict[str, Any]]) -> dict[str, Any]:
-    """Correct (1) only when each object is detected once and every relation holds."""
+    """Correct (1) only when each object is detected once and every relation holds.
+
+    The score counts boxes per label with the official prefix rule (`official_label_counts`); umni's
+    figure (``umni_score``), with whole-label counts, is reported beside it.
+    """
     relations = [(subject, direction, obj) for subject, direction, obj in truth["relations"]]
-    verdict = spatial_case(_detections(detections), truth["labels"], relations)
+    found = _detections(detections)
+    verdict = spatial_case(found, truth["labels"], relations)
+    official_counts = official_label_counts(found, truth["labels"])
+    official = all(c == 1 for c in official_counts.values()) and all(verdict.relations)
     return {
-        "score": 1.0 if verdict.correct else 0.0,
+        "score": 1.0 if official else 0.0,
+        "umni_score": 1.0 if verdict.correct else 0.0,
+        "official_counts": official_counts,
         "correct": verdict.correct,
         "counts": verdict.counts,
         "all_detected_once": verdict.all_detected_once,

@@ -461,3 +461,24 @@ def test_hub_layout_folder_runs_through_umni_run_with_the_official_scorers(tmp_p
     assert deviations["sudoku-per-cell"]["official_score"] == metrics["sudoku"]["score"]
     assert "umni_score" in deviations["sudoku-per-cell"] and "failures-counted" in deviations
     assert "spatial-label-matching" not in deviations  # listed only for metrics that ran
+
+
+# ---------------------------------------------------------------------------------------------------
+# Spatial layout: the official prefix rule for label names
+
+
+def test_spatial_label_that_prefixes_another_counts_its_boxes_officially():
+    from umni_graphs.girbench.scoring import score_spatial
+
+    truth = {"labels": ["cat", "car", "car seat"], "relations": [["cat", "left", "car"]]}
+    detections = [
+        {"label": "cat", "box": [0, 0, 10, 10], "score": 1.0},
+        {"label": "car", "box": [100, 0, 110, 10], "score": 1.0},
+        {"label": "car seat", "box": [200, 0, 210, 10], "score": 1.0},
+    ]
+    out = score_spatial(truth, detections=detections)
+    # officially the boxes are keyed cat_1, car_1, car_seat_1, and "car" counts every key that starts
+    # with "car_" and ends in a number: 2 boxes, not exactly one, so the case fails (0); umni compares
+    # whole labels: each object once and the cat (centre x 5) left of the car (centre x 105) -> 1
+    assert out["score"] == 0.0 and out["umni_score"] == 1.0
+    assert out["official_counts"] == {"cat": 1, "car": 2, "car seat": 1}
