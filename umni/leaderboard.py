@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from .caseio import read_json, read_results_jsonl
-from .completion import require_complete
+from .completion import is_complete, require_complete
 from .errors import InputError
 from .report import format_cell
 
@@ -201,8 +201,12 @@ def label_runs(runs: list[Run]) -> list[Run]:
     return runs
 
 
-def find_runs(paths: Iterable[Path]) -> list[Run]:
-    """Runs from run directories, or from folders holding run directories (a sweep)."""
+def find_runs(paths: Iterable[Path], *, skipped: list[Path] | None = None) -> list[Run]:
+    """Runs from run directories, or from folders holding run directories (a sweep).
+
+    A half-written run directory is refused; with a `skipped` list (the viewer's, which browses a
+    folder while a sweep may still be writing into it) it is left out and appended there instead.
+    """
     found: list[Run] = []
     for path in paths:
         path = Path(path)
@@ -210,6 +214,9 @@ def find_runs(paths: Iterable[Path]) -> list[Run]:
         if not candidates:
             raise InputError("no summary.json found (not a run directory, nor a folder of runs)", path=path)
         for candidate in candidates:
+            if skipped is not None and not is_complete(candidate.parent):
+                skipped.append(candidate.parent)
+                continue
             require_complete(candidate.parent)  # a half-written run directory is never tabled
             found.append(Run(read_json(candidate), candidate.parent))
     return found

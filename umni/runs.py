@@ -13,6 +13,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel
 
+from .completion import is_complete
 from .errors import InputError
 from .leaderboard import run_coverage, run_label
 from .report import format_cell
@@ -33,7 +34,7 @@ class RunInfo:
 def _info(path: Path) -> RunInfo:
     summary_path = path / "summary.json"
     manifest = json.loads((path / "run.json").read_text()) if (path / "run.json").exists() else {}
-    if summary_path.exists():
+    if summary_path.exists() and is_complete(path):
         summary = json.loads(summary_path.read_text())
         cell, _ = run_coverage(summary)
         stamp = summary_path.stat().st_mtime
@@ -42,7 +43,7 @@ def _info(path: Path) -> RunInfo:
     stamp = (path / "run.json").stat().st_mtime
     bindings = {"bindings": manifest.get("bindings", {})}
     return RunInfo(path, manifest.get("protocol", "?"), run_label(bindings), datetime.fromtimestamp(stamp, timezone.utc),
-                   None, None, None, "unfinished")
+                   None, None, None, "unfinished" if is_complete(path) else "incomplete")
 
 
 def find_run_dirs(paths: Iterable[Path]) -> list[RunInfo]:
@@ -67,7 +68,7 @@ def format_runs(runs: list[RunInfo]) -> str:
     rows = [["date (UTC)", "protocol", "overall", "coverage", "bindings", "directory"]]
     for r in runs:
         coverage = "" if r.total is None else f"{r.answered}/{r.total}" + ("*" if r.answered is not None and r.answered < r.total else "")
-        overall = format_cell(r.overall) if r.state == "done" else "(unfinished)"
+        overall = format_cell(r.overall) if r.state == "done" else f"({r.state})"
         rows.append([r.date.strftime("%Y-%m-%d %H:%M"), r.protocol, overall, coverage, r.label, str(r.path)])
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[-1] for row in rows]

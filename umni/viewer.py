@@ -20,6 +20,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import sys
 import threading
 import webbrowser
 from dataclasses import dataclass, field
@@ -96,9 +97,10 @@ class ViewerData:
     def __init__(self, paths: list[Path]) -> None:
         from .protocol import get_protocol
 
-        runs = label_runs(find_runs(paths))
+        self.skipped: list[Path] = []  # run directories still being written: left out, and said so
+        runs = label_runs(find_runs(paths, skipped=self.skipped))
         if not runs:
-            raise InputError("no runs found", path=paths[0] if paths else None)
+            raise InputError("no finished runs found", path=paths[0] if paths else None)
         self.tables = [t.to_json() for t in build_tables(runs)]
         self.runs: list[_RunData] = []
         self.cases: list[list[Any]] = []
@@ -149,7 +151,7 @@ class ViewerData:
                 "coverage": [coverage.answered, coverage.total], "failed_nodes": failed,
                 "failures": {k: v for k, v in s.get("failures", {}).items() if v},
             })
-        return {"runs": runs, "tables": self.tables, "cases": self.cases,
+        return {"runs": runs, "tables": self.tables, "cases": self.cases, "skipped": [str(p) for p in self.skipped],
                 "case_fields": ["run", "case_id", "category", "status", "text"]}
 
     def case(self, run_id: int, case_id: str) -> dict[str, Any] | None:
@@ -245,13 +247,17 @@ def _handler(data: ViewerData) -> type[BaseHTTPRequestHandler]:
 
 def make_server(paths: list[Path], port: int = 0) -> ThreadingHTTPServer:
     """A viewer server bound to 127.0.0.1 (port 0: any free port); call `serve_forever` to run it."""
-    server = ThreadingHTTPServer(("127.0.0.1", port), _handler(ViewerData(paths)))
+    data = ViewerData(paths)
+    server = ThreadingHTTPServer(("127.0.0.1", port), _handler(data))
     server.daemon_threads = True
+    server.viewer_data = data  # type: ignore[attr-defined]
     return server
 
 
 def serve(paths: list[Path], port: int = 0, open_browser: bool = False) -> None:
     server = make_server(paths, port)
+    for skipped in server.viewer_data.skipped:  # type: ignore[attr-defined]
+        print(f"umni view: left out {skipped}: still being written (or interrupted); run its command again to finish it", file=sys.stderr)
     url = f"http://127.0.0.1:{server.server_address[1]}/"
     print(f"umni view: {url}  (Ctrl-C to stop)", flush=True)
     if open_browser:

@@ -91,3 +91,20 @@ def test_umni_view_command_serves_on_localhost(demo_runs):
     finally:
         process.terminate()
         process.wait(timeout=30)
+
+
+def test_a_run_still_being_written_is_left_out_and_named(demo_runs, tmp_path, capsys):
+    import shutil
+
+    from umni.completion import MARKER
+    from umni.runs import find_run_dirs, format_runs
+
+    folder = tmp_path / "sweep"
+    shutil.copytree(demo_runs / "wise-5", folder / "done")
+    shutil.copytree(demo_runs / "aegis-4", folder / "writing")
+    (folder / "writing" / MARKER).write_text("being written")
+    data = ViewerData([folder])
+    assert [r.run.summary["protocol"] for r in data.runs] == ["wise"]
+    assert data.index()["skipped"] == [str(folder / "writing")]
+    listing = format_runs(find_run_dirs([folder]))
+    assert "(incomplete)" in next(line for line in listing.splitlines() if line.endswith("writing"))

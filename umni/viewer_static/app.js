@@ -223,7 +223,9 @@ function route() {
 async function start() {
   state.index = await getJSON("api/index.json");
   const n = state.index.runs.length;
-  document.getElementById("runs-summary").textContent = n + " run" + (n === 1 ? "" : "s") + " · " + state.index.cases.length + " cases";
+  const left = (state.index.skipped || []).length;
+  document.getElementById("runs-summary").textContent = n + " run" + (n === 1 ? "" : "s") + " · " + state.index.cases.length + " cases" +
+    (left ? " · " + left + " run(s) still being written, left out: " + state.index.skipped.join(", ") : "");
   document.getElementById("overlay").addEventListener("click", () => { document.getElementById("overlay").hidden = true; });
   window.addEventListener("hashchange", route);
   route();
