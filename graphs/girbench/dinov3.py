@@ -36,14 +36,25 @@ def official_pixels(image: Image.Image) -> np.ndarray:
 
 
 def _model(name: str) -> Any:
+    """The model, loaded once per process; a load that failed is not retried for every case."""
     with _lock:
         if name not in _models:
             from transformers import AutoModel
 
-            model = AutoModel.from_pretrained(name)
-            model.eval()
-            _models[name] = model
-        return _models[name]
+            try:
+                model = AutoModel.from_pretrained(name)
+            except (OSError, ValueError) as exc:
+                _models[name] = RuntimeError(
+                    f"the Uni feature model {name!r} could not be loaded ({exc}); "
+                    "pass --option uni_model=<local folder> or --option features=embed"
+                )
+            else:
+                model.eval()
+                _models[name] = model
+        found = _models[name]
+    if isinstance(found, Exception):
+        raise found
+    return found
 
 
 def dinov3_features(images: Sequence[Image.Image], *, model: str) -> np.ndarray:

@@ -62,13 +62,24 @@ def _import_fid() -> Any:
 
 
 def _extractor(weights: str | None) -> Any:
+    """The InceptionV3, loaded once per process; a load that failed is not retried for every case."""
     with _lock:
         if weights not in _extractors:
             fid = _import_fid()
-            _extractors[weights] = fid.NoTrainInceptionV3(
-                name="inception-v3-compat", features_list=[str(FEATURE_DIM)], feature_extractor_weights_path=weights
-            )
-        return _extractors[weights]
+            try:
+                _extractors[weights] = fid.NoTrainInceptionV3(
+                    name="inception-v3-compat", features_list=[str(FEATURE_DIM)], feature_extractor_weights_path=weights
+                )
+            except (OSError, RuntimeError, ValueError) as exc:  # no network, a missing or damaged file
+                source = weights or "the standard download"
+                _extractors[weights] = RuntimeError(
+                    f"the InceptionV3 weights ({source}) could not be loaded ({exc}); "
+                    "pass --option fid_weights=<local .pth file> or --option features=embed"
+                )
+        found = _extractors[weights]
+    if isinstance(found, Exception):
+        raise found
+    return found
 
 
 def official_input(image: Image.Image) -> np.ndarray:

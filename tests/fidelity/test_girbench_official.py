@@ -482,3 +482,13 @@ def test_spatial_label_that_prefixes_another_counts_its_boxes_officially():
     # whole labels: each object once and the cat (centre x 5) left of the car (centre x 105) -> 1
     assert out["score"] == 0.0 and out["umni_score"] == 1.0
     assert out["official_counts"] == {"cat": 1, "car": 2, "car seat": 1}
+
+
+def test_missing_extractor_weights_fail_the_cases_with_a_clear_message(tmp_path):
+    from umni_graphs.girbench.scoring import puzzle_features
+
+    solution = tmp_path / "s.png"
+    _drawn((32, 32), 0).save(solution)
+    for _ in range(2):  # the failed load is remembered, not retried per case
+        with pytest.raises(RuntimeError, match="fid_weights=<local .pth file>"):
+            puzzle_features({"fid_weights": str(tmp_path / "absent.pth")}, {"solution": str(solution)}, output=_drawn((32, 32), 1))
