@@ -34,32 +34,22 @@ def _key_value(text: str) -> tuple[str, str]:
     return key, value
 
 
-def _share(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"expected a share between 0 and 1, got '{text}'")
-    return value
-
-
 def _add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cases", type=Path, help="case file or folder (default: the bundled set)")
     p.add_argument("--model", help="backend SPEC bound to every role it fills, e.g. sim/umm")
     p.add_argument("--role", action="append", default=[], metavar="ROLE=SPEC", help="bind one role (repeatable)")
     p.add_argument("--out", type=Path, help="run directory; the same directory resumes (default: runs/<protocol>-<hash of the command>)")
     p.add_argument("--cache", type=Path, help="cache directory shared across runs (default: $UMNI_CACHE or the user cache dir)")
-    p.add_argument("--limit", type=int, help="run only the first N cases")
-    p.add_argument("--concurrency", type=int, help="calls in flight per backend (a spec's ?concurrency= wins)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--limit", type=int, help="run only the first N cases (N >= 1)")
+    p.add_argument("--concurrency", type=int, help="calls in flight per backend, >= 1 (a spec's ?concurrency= wins)")
+    p.add_argument("--seed", type=int, help="run seed (default 0)")
     p.add_argument("--option", action="append", default=[], type=_key_value, metavar="KEY=VALUE", help="protocol option (repeatable)")
-    p.add_argument("--max-attempts", type=int, default=5, help="tries per call for retryable errors")
-    p.add_argument("--retry-budget", type=float, default=600.0, help="seconds one call may spend retrying")
-    p.add_argument("--call-timeout", type=float, default=3600.0, help="seconds one attempt may take before it is retried")
+    p.add_argument("--max-attempts", type=int, help="tries per call for retryable errors, >= 1 (default 5)")
+    p.add_argument("--retry-budget", type=float, help="seconds one call may spend retrying, > 0 (default 600)")
+    p.add_argument("--call-timeout", type=float, help="seconds one attempt may take before it is retried, > 0 (default 3600)")
     p.add_argument("--prices", type=Path, help="price table (YAML) for an estimated cost (default: $UMNI_PRICES)")
     p.add_argument("--quiet", action="store_true", help="no live progress display")
-    p.add_argument("--fail-on-error", type=_share, nargs="?", const=0.0, default=None, metavar="SHARE",
+    p.add_argument("--fail-on-error", type=float, nargs="?", const=0.0, default=None, metavar="SHARE",
                    help="exit 3 when the share of failed or blocked nodes exceeds SHARE (0-1; alone: any failure)")
 
 
@@ -120,25 +110,37 @@ def _default_out(request: Any, protocol: Any, options: Any, case_set: Any, bindi
     return Path("runs") / f"{protocol.name}-{tag[:10]}"
 
 
-def cmd_run(args: argparse.Namespace) -> int:
-    from .evaluation import RunRequest, evaluate, prepare
-    from .runner import RetryPolicy
+def run_config_from_args(args: argparse.Namespace) -> Any:
+    """The RunConfig of `umni run`: only the options the user gave are set (run.json keeps those)."""
+    from .config import build_config
 
-    request = RunRequest(
-        protocol=args.protocol,
-        out=args.out or Path("."),
-        cases=args.cases,
-        model=args.model,
-        roles=args.role,
-        cache=args.cache,
-        limit=args.limit,
-        concurrency=args.concurrency,
-        seed=args.seed,
-        options=dict(args.option),
-        retry=RetryPolicy(max_attempts=args.max_attempts, budget_seconds=args.retry_budget, attempt_timeout=args.call_timeout),
-        progress=False if args.quiet else None,
-        prices=args.prices,
-    )
+    given = {
+        "protocol": args.protocol,
+        "cases": args.cases,
+        "model": args.model,
+        "roles": args.role or None,
+        "cache": args.cache,
+        "limit": args.limit,
+        "concurrency": args.concurrency,
+        "seed": args.seed,
+        "options": dict(args.option) or None,
+        "max_attempts": args.max_attempts,
+        "retry_budget": args.retry_budget,
+        "call_timeout": args.call_timeout,
+        "prices": args.prices,
+        "progress": False if args.quiet else None,
+        "fail_on_error": getattr(args, "fail_on_error", None),
+    }
+    fields = {k: v for k, v in given.items() if v is not None}
+    if args.out is not None:
+        fields["out"] = args.out
+    return build_config(fields)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from .evaluation import evaluate, prepare
+
+    request = run_config_from_args(args)
     if request.model is None and not request.roles:
         raise InputError("bind a model: --model SPEC (e.g. --model sim/umm) and/or --role ROLE=SPEC")
     prepared = prepare(request)
@@ -169,7 +171,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(coverage_line(summary))
     print(f"summary: {result.out / 'summary.json'}")
     print(f"report:  {result.report}")
-    return _failure_exit(summary, getattr(args, "fail_on_error", None))
+    return _failure_exit(summary, request.fail_on_error)
 
 
 def _failure_exit(summary: dict[str, Any], threshold: float | None) -> int:

@@ -13,9 +13,9 @@ import json
 import os
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ from . import __version__
 from .artifacts import atomic_write_text, canonical_json, fingerprint
 from .bindings import Bindings
 from .completion import mark_complete, mark_incomplete
+from .config import RunConfig, RunRequest  # noqa: F401 - RunRequest: the old name, still importable here
 from .errors import ConfigError, InputError
 from .events import EventLog
 from .graph import Graph
@@ -33,7 +34,7 @@ from .outcomes import FAILURE_KINDS, Outcome
 from .progress import Progress
 from .pricing import default_price_file, estimate, load_prices
 from .protocol import CaseSet, Protocol, get_protocol
-from .runner import CaseJob, LanePool, RetryPolicy, Runner
+from .runner import CaseJob, LanePool, Runner
 from .store import Cache, RunStore
 from .storage import storage_guard
 from .transcript import case_transcript
@@ -42,25 +43,6 @@ from .transcript import case_transcript
 def default_cache_dir() -> Path:
     env = os.environ.get("UMNI_CACHE")
     return Path(env) if env else Path(platformdirs.user_cache_dir("umni"))
-
-
-@dataclass
-class RunRequest:
-    """Everything `umni run` takes; also the Python entry point's argument."""
-
-    protocol: str
-    out: Path
-    cases: Path | None = None
-    model: str | None = None
-    roles: Sequence[str] = ()
-    cache: Path | None = None
-    limit: int | None = None
-    concurrency: int | None = None
-    seed: int = 0
-    options: dict[str, str] = field(default_factory=dict)
-    retry: RetryPolicy = RetryPolicy()
-    progress: bool | None = None
-    prices: Path | None = None
 
 
 @dataclass
@@ -123,7 +105,7 @@ def _check_manifest(out: Path, manifest: dict[str, Any]) -> None:
     atomic_write_text(path, json.dumps(manifest, indent=2, ensure_ascii=False))
 
 
-def prepare(request: RunRequest, *, shared: dict[str, Any] | None = None) -> "Prepared":
+def prepare(request: RunConfig, *, shared: dict[str, Any] | None = None) -> "Prepared":
     """Everything that can fail on bad input, done before any model is loaded or called."""
     protocol = get_protocol(request.protocol)
     options = protocol.parse_options(dict(request.options))
@@ -151,7 +133,7 @@ def prepare(request: RunRequest, *, shared: dict[str, Any] | None = None) -> "Pr
 Prepared = tuple[Protocol[Any], Any, CaseSet[Any], Bindings]
 
 
-def evaluate(request: RunRequest, prepared: Prepared | None = None) -> RunResult:
+def evaluate(request: RunConfig, prepared: Prepared | None = None) -> RunResult:
     """Run (or resume) a protocol into `request.out`; returns the summary written there.
 
     `prepared` is what `prepare(request)` returned, when the caller already checked the input.
@@ -161,7 +143,7 @@ def evaluate(request: RunRequest, prepared: Prepared | None = None) -> RunResult
 
 
 async def evaluate_async(
-    request: RunRequest,
+    request: RunConfig,
     prepared: Prepared,
     *,
     lanes: LanePool | None = None,
@@ -180,6 +162,7 @@ async def evaluate_async(
     prices = load_prices(price_file) if price_file is not None else None
     cases = case_set.cases[: request.limit] if request.limit is not None else case_set.cases
     manifest = {
+        "config": request.persisted(),  # verbatim: only what the user set, so a replay sets nothing more
         "protocol": protocol.name,
         "cases": {"path": str(case_set.path.resolve()), "fingerprint": _files_fingerprint(case_set.path)},
         "bindings": bindings.specs(),
@@ -224,7 +207,7 @@ async def evaluate_async(
             cache,
             seed=request.seed,
             concurrency=request.concurrency,
-            retry=request.retry,
+            retry=request.retry_policy(),
             events=events,
             progress=progress,
             lanes=lanes,

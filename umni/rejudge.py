@@ -16,7 +16,9 @@ import anyio
 from .caseio import read_json
 from .completion import require_complete
 from .errors import InputError
-from .evaluation import RunRequest, RunResult, evaluate_async, prepare
+from .config import RunConfig
+from .evaluation import RunResult, evaluate_async, prepare
+from .protocol import get_protocol
 from .roles import ALL_ROLES, JUDGE
 from .spec import Spec
 
@@ -38,18 +40,27 @@ def rejudge(run: Path, judge: str, out: Path | None = None, *, concurrency: int 
     old_judge = bindings.get(JUDGE)
     new_bindings = {**bindings, JUDGE: str(Spec.parse(judge))}
     out = out or Path(str(run).rstrip("/") + "-rejudged")
-    request = RunRequest(
-        protocol=manifest["protocol"],
-        out=out,
-        cases=Path(manifest["cases"]["path"]),
-        roles=[f"{role}={spec}" for role, spec in sorted(new_bindings.items())],
-        cache=Path(manifest["cache"]),
-        seed=manifest["seed"],
-        limit=manifest.get("limit"),
-        options=dict(manifest["options"]),
-        concurrency=concurrency,
-        progress=progress,
-    )
+    roles = [f"{role}={spec}" for role, spec in sorted(new_bindings.items())]
+    if isinstance(manifest.get("config"), dict):
+        # the run's own configuration, verbatim: options it left at their defaults stay defaulted
+        given = {k: v for k, v in manifest["config"].items() if k != "model"}
+        request = RunConfig.replay(given, roles=roles, out=out, cache=manifest["cache"], progress=progress,
+                                   **({"concurrency": concurrency} if concurrency is not None else {}))
+    else:  # a run directory written before run.json kept the configuration
+        request = RunConfig(
+            protocol=manifest["protocol"],
+            out=out,
+            cases=Path(manifest["cases"]["path"]),
+            roles=roles,
+            cache=Path(manifest["cache"]),
+            seed=manifest["seed"],
+            limit=manifest.get("limit"),
+            options=dict(manifest["options"]),
+            concurrency=concurrency,
+            progress=progress,
+        )
+    if JUDGE not in get_protocol(request.protocol).roles:
+        raise InputError(f"protocol '{request.protocol}' has no judge, so there is nothing to re-judge", path=run)
     prepared = prepare(request)
     lineage = {"rejudged_from": str(Path(run).resolve()), "judges": {"original": old_judge, "new": new_bindings[JUDGE]}}
     frozen = frozenset(ALL_ROLES) - {JUDGE}

@@ -36,7 +36,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from .artifacts import fingerprint
 from .caseio import validation_errors
 from .errors import InputError, InputErrors, StorageError, UmniError
-from .evaluation import RunRequest, RunResult, default_cache_dir, evaluate_async, prepare
+from .config import RunConfig, build_config
+from .evaluation import RunResult, default_cache_dir, evaluate_async, prepare
 from .leaderboard import build_tables, write_leaderboard
 from .runner import LanePool
 from .storage import storage_guard
@@ -57,6 +58,10 @@ class SweepFile(BaseModel):
     cases: dict[str, Path] = Field(default_factory=dict)
     limit: int | None = None
     concurrency: int | None = None
+    #: retry settings of every run (as `umni run --max-attempts/--retry-budget/--call-timeout`)
+    max_attempts: int | None = None
+    retry_budget: float | None = None
+    call_timeout: float | None = None
 
 
 def load_sweep(path: Path) -> SweepFile:
@@ -80,7 +85,7 @@ def load_sweep(path: Path) -> SweepFile:
     return sweep
 
 
-def expand(sweep: SweepFile) -> list[RunRequest]:
+def expand(sweep: SweepFile) -> list[RunConfig]:
     """One run request per combination, each with its own run directory under the sweep's."""
     requests = []
     seen: dict[Path, str] = {}
@@ -93,21 +98,24 @@ def expand(sweep: SweepFile) -> list[RunRequest]:
         if sweep.out / protocol / label in seen:
             raise InputError(f"the sweep lists the same run twice ({what}); remove the repeated model, role binding or seed")
         seen[sweep.out / protocol / label] = what
-        requests.append(
-            RunRequest(
-                protocol=protocol,
-                out=sweep.out / protocol / label,
-                cases=sweep.cases.get(protocol),
-                model=model,
-                roles=[f"{r}={s}" for r, s in sorted(roles.items())],
-                cache=sweep.cache,
-                limit=sweep.limit,
-                concurrency=sweep.concurrency,
-                seed=seed,
-                options={k: v for k, v in sweep.options.get(protocol, {}).items()},
-                progress=False,
-            )
-        )
+        given = {
+            "protocol": protocol,
+            "out": sweep.out / protocol / label,
+            "cases": sweep.cases.get(protocol),
+            "model": model,
+            "roles": [f"{r}={s}" for r, s in sorted(roles.items())] or None,
+            "cache": sweep.cache,
+            "limit": sweep.limit,
+            "concurrency": sweep.concurrency,
+            "seed": seed,
+            "options": dict(sweep.options.get(protocol, {})) or None,
+            "max_attempts": sweep.max_attempts,
+            "retry_budget": sweep.retry_budget,
+            "call_timeout": sweep.call_timeout,
+            "progress": False,
+        }
+        # only what the sweep file sets is set, as on the command line (run.json keeps those)
+        requests.append(build_config({k: v for k, v in given.items() if v is not None}, source=f"sweep run ({what})"))
     return requests
 
 
@@ -150,7 +158,7 @@ def run_sweep(path: Path) -> tuple[Path, list[RunResult]]:
     return anyio.run(lambda: _run_all(sweep, requests, prepared, shared))
 
 
-async def _run_all(sweep: SweepFile, requests: list[RunRequest], prepared: list[Any], shared: dict[str, Any]) -> tuple[Path, list[RunResult]]:
+async def _run_all(sweep: SweepFile, requests: list[RunConfig], prepared: list[Any], shared: dict[str, Any]) -> tuple[Path, list[RunResult]]:
     assert sweep.out is not None
     lanes = LanePool()
     cache = Cache(sweep.cache or default_cache_dir())
