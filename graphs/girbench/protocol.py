@@ -1,24 +1,29 @@
 """The GIR-Bench graphs: one per case, each ending in a classical (non-judge) score.
 
-Tasks and what scores them (the per-case scores in ``scoring.py``, their formulas in ``metrics.py``
-and ``masks.py``):
+Every default score follows the official evaluation code (lihxxx/GIR-Bench ``eval/*.py``); where
+umni differs, ``deviations.py`` says how and the summary lists it (umni's own figure beside the
+official one for sudoku and spatial). Tasks and what scores them (per-case scores in
+``scoring.py``; formulas in ``metrics.py``, ``sudoku.py``, ``masks.py``; features in ``dinov3.py``
+and ``fid.py``):
 
-- GIR-Bench-Uni (``uni``): generate the entity from its implicit prompt, embed the image and the
-  entity's reference images, mean cosine similarity; and, for the understanding side the released
-  code lacks, a multiple-choice question about a real reference image (which entity it shows,
-  distractors drawn from other entities).
+- GIR-Bench-Uni (``uni``): generate the entity from its implicit prompt; mean cosine similarity of
+  DINOv3 class-token features of the image and of each reference image; and, for the understanding
+  side the released code lacks, a multiple-choice question about a real reference image (which
+  entity it shows, distractors drawn from other entities).
 - GIR-Bench-T2I: ``numerical`` (detect, every count exact), ``spatial`` (detect, relation geometry)
   and ``text`` (OCR, word-level continuous substring score).
-- GIR-Bench-Edit: ``puzzle`` (edit the shuffled tiles back, embed output and solution; the Fréchet
-  distance over the whole set is computed in `summarize`), ``sudoku`` (edit, OCR the digits with
-  their positions) and ``perception`` (edit the target green, IoU of the green mask).
+- GIR-Bench-Edit: ``puzzle`` (edit the shuffled tiles back; torchmetrics' InceptionV3 features of
+  output and solution per case, one FID over the whole set in `summarize`), ``sudoku`` (edit; OCR of
+  output, question and answer, digits matched by position) and ``perception`` (edit the target
+  green, IoU of the green mask).
 
+``--option features=embed`` takes Uni and puzzle features from the run's embed role instead.
 Every score is a `compute` node (versioned, cached) or a tool node, so re-running the scorer with a
 new detector re-uses every generated image. Roles that a run cannot fill are declared with
-``--option skip_roles=detect,embed``: the cases (or, for Uni, the side) needing them are skipped
-with that reason and counted, instead of failing validation or scoring 0.
+``--option skip_roles=detect,ocr``: the cases (or, for Uni, the side) needing them are skipped with
+that reason and counted, instead of failing validation or scoring 0; when nothing is left to score,
+loading fails (exit 2).
 """
-
 from __future__ import annotations
 
 import hashlib
