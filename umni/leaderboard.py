@@ -435,8 +435,17 @@ def _girbench(runs: list[Run], with_ci: bool) -> list[Table]:
         total = sum(p.get("cases") or 0 for p in part) if part else None
         return out + [_headline(run, with_ci, answered, total)]
 
-    return [_rows_table("GIR-Bench · tasks", "girbench", runs, [*metrics, "Overall"], cells, sort_on=len(metrics),
+    names = [GIR_TASKS.get(m, m) for m in metrics]
+    return [_rows_table("GIR-Bench · tasks", "girbench", runs, [*names, "Overall"], cells, sort_on=len(metrics),
                         note="Overall averages the tasks that were run (scores.overall_of)")]
+
+
+#: GIR-Bench metric keys as the paper's table groups them (Uni, T2I, Edit).
+GIR_TASKS = {
+    "uni_understanding": "Uni understanding", "uni_generation": "Uni generation",
+    "numerical": "T2I numerical", "spatial": "T2I spatial", "text": "T2I text",
+    "puzzle": "Edit puzzle", "sudoku": "Edit sudoku", "perception": "Edit perception",
+}
 
 
 def _generic(runs: list[Run], with_ci: bool) -> list[Table]:
@@ -477,10 +486,31 @@ def build_tables(runs: list[Run] | list[dict[str, Any]], *, with_ci: bool = True
     for protocol in sorted(by_protocol):
         members = by_protocol[protocol]
         try:
-            tables += LAYOUTS.get(protocol, _generic)(members, with_ci)
+            made = LAYOUTS.get(protocol, _generic)(members, with_ci)
         except (KeyError, TypeError, AttributeError):  # a summary of another shape: still shown, flattened
-            tables += _generic(members, with_ci)
+            made = _generic(members, with_ci)
+        deviation = _deviation_note(members)
+        if deviation and made:
+            made[0].note = (made[0].note + "; " if made[0].note else "") + deviation
+        tables += made
     return tables
+
+
+def _deviation_note(runs: list[Run]) -> str:
+    """Where umni deliberately differs from the official code (scores.deviations or deviations),
+    named in the table's note so no reader takes the figure for the official one unawares."""
+    seen: dict[str, bool] = {}
+    for run in runs:
+        listed = run.summary.get("deviations") or run.summary.get("scores", {}).get("deviations") or []
+        for item in listed if isinstance(listed, list) else []:
+            if isinstance(item, dict) and item.get("id"):
+                seen[str(item["id"])] = seen.get(str(item["id"]), False) or bool(item.get("changes_score"))
+            elif isinstance(item, str):
+                seen.setdefault(item, False)
+    if not seen:
+        return ""
+    names = ", ".join(f"{k}{' (changes the score)' if v else ''}" for k, v in seen.items())
+    return f"deviations from the official code: {names} — details and official-equivalent figures in summary.json"
 
 
 def write_leaderboard(tables: list[Table], out: Path) -> dict[str, Path]:

@@ -101,8 +101,15 @@ def test_wise_category_table_and_girbench_task_table():
     wt, gt = build_tables([summary("wise", wise), summary("girbench", gir)])[::-1]
     assert wt.columns == ["Culture", "Time", "Space", "Biology", "Physics", "Chemistry", "Overall"]
     assert wt.rows[0].cells[0].text() == "1.00 (1/2)*" and wt.rows[0].cells[6].text() == "0.50 (2/1000)*"
-    assert gt.columns == ["uni_understanding", "text", "Overall"]
+    assert gt.columns == ["Uni understanding", "T2I text", "Overall"]
     assert gt.rows[0].cells[2].text() == "0.25 (5/6)*"
+
+
+def test_deviations_from_the_official_code_are_named_beside_the_table():
+    gir = {"overall": 0.5, "overall_of": ["sudoku"], "metrics": {"sudoku": {"score": 0.5, "cases": 2, "scored": 2}},
+           "deviations": [{"id": "sudoku-cells", "metric": "sudoku", "changes_score": True}, {"id": "features-embed", "changes_score": False}]}
+    table = build_tables([summary("girbench", gir)], with_ci=False)[0]
+    assert "deviations from the official code: sudoku-cells (changes the score), features-embed" in table.markdown()
 
 
 def test_markdown_stays_valid_with_pipes_newlines_and_no_scores():
