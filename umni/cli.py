@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InputError, UmniError
+from .secrets import scrub
 
 EXIT_OK, EXIT_INCOMPLETE, EXIT_INPUT = 0, 1, 2
 #: the run completed, but more nodes failed than --fail-on-error allows
@@ -359,7 +360,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return COMMANDS[args.command](args)
     except InputError as exc:
-        print(f"umni: error: {exc.describe()}", file=sys.stderr)
+        print(f"umni: error: {scrub(exc.describe())}", file=sys.stderr)  # a spec's base_url password, say
         return EXIT_INPUT
     except ModuleNotFoundError as exc:  # an optional dependency: name the extra that brings it
         from .extras import describe_missing
@@ -373,7 +374,7 @@ def main(argv: list[str] | None = None) -> int:
         print("umni: interrupted; run the same command again to resume", file=sys.stderr)
         return EXIT_INCOMPLETE
     except UmniError as exc:
-        print(f"umni: error: {exc}", file=sys.stderr)
+        print(f"umni: error: {scrub(str(exc))}", file=sys.stderr)
         return EXIT_INCOMPLETE
     except OSError as exc:  # a file system fault no layer named more precisely: still one line
         where = f"{exc.filename}: " if exc.filename else ""

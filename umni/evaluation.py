@@ -229,7 +229,8 @@ async def evaluate_async(
         summary["run_dir"] = str(out)
         if lineage:
             summary["lineage"] = lineage
-        _write_outputs(out, protocol, summary, records, cache)
+        with storage_guard(out):  # the report's image copies too: a full disk is one StorageError
+            _write_outputs(out, protocol, summary, records, cache)
         mark_complete(out)
         events.emit("run.end", counts=summary["counts"], failures=summary["failures"])
         events.close()

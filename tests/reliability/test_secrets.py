@@ -80,6 +80,17 @@ def test_an_api_key_in_a_spec_is_refused_without_echoing_it(tmp_path):
     assert not (tmp_path / "run").exists()
 
 
+def test_a_spec_error_does_not_echo_base_url_credentials(tmp_path):
+    url = "http://umni-user:Hunter2-" + "ab" * 8 + "@127.0.0.1:9/v1"
+    done = subprocess.run(
+        [sys.executable, "-m", "umni", "run", "umnibench", "--model", f"openai/m?base_url={url}&bogus=1",
+         "--out", str(tmp_path / "run"), "--quiet"],  # fmt: skip
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 2 and "bogus" in done.stderr
+    assert "Hunter2" not in done.stderr and "umni-user" not in done.stderr
+
+
 def test_scrub_masks_registered_secrets_userinfo_and_object_reprs():
     register_secret("tok-" + "5" * 12)
     text = "GET http://bob:pw%40x@h:1/v1 and http://al:pw%40h/v1 tok-555555555555 <_io.BytesIO object at 0x7f00aa>"
