@@ -3,9 +3,10 @@
 A small HTTP server on 127.0.0.1 (the standard library's, threaded) serves one static page
 (``umni/viewer_static``) and JSON the page loads as it needs it:
 
-- ``/api/index.json``: the runs, the paper-layout leaderboard tables, and one short entry per case
-  (run, id, category, status, a search text) — enough to filter and search a 1,000-case run in the
-  browser without loading any case detail or image;
+- ``/api/index.json``: the runs and one short entry per case (run, id, category, status, a search
+  text) — enough to filter and search a 1,000-case run in the browser without loading any case
+  detail or image;
+- ``/api/tables.json``: the paper-layout leaderboard tables (computed on first request);
 - ``/api/case/<run>/<case id>``: one case: its report panels, failures with raw messages, the
   transcript (every node's prompt and reply, judge reasoning, reflection rounds), and the other
   runs that hold the same case, for side-by-side comparison;
@@ -101,7 +102,9 @@ class ViewerData:
         runs = label_runs(find_runs(paths, skipped=self.skipped))
         if not runs:
             raise InputError("no finished runs found", path=paths[0] if paths else None)
-        self.tables = [t.to_json() for t in build_tables(runs)]
+        self._runs_for_tables = runs
+        self._tables: list[dict[str, Any]] | None = None
+        self._tables_lock = threading.Lock()
         self.runs: list[_RunData] = []
         self.cases: list[list[Any]] = []
         self._by_case: dict[tuple[str, str], list[int]] = {}
@@ -118,6 +121,14 @@ class ViewerData:
                 self.cases.append([index, cid, case_category(record), case_status(record, verdicts), _search_text(record)])
                 self._by_case.setdefault((run.summary.get("protocol", "?"), cid), []).append(index)
             self.runs.append(data)
+
+    def tables(self) -> list[dict[str, Any]]:
+        """The leaderboard tables, computed on first use: the bootstrap intervals re-score every
+        run hundreds of times, which the case list should not wait for."""
+        with self._tables_lock:
+            if self._tables is None:
+                self._tables = [t.to_json() for t in build_tables(self._runs_for_tables)]
+            return self._tables
 
     @staticmethod
     def _blobs(run: Run) -> BlobStore | None:
@@ -151,7 +162,7 @@ class ViewerData:
                 "coverage": [coverage.answered, coverage.total], "failed_nodes": failed,
                 "failures": {k: v for k, v in s.get("failures", {}).items() if v},
             })
-        return {"runs": runs, "tables": self.tables, "cases": self.cases, "skipped": [str(p) for p in self.skipped],
+        return {"runs": runs, "cases": self.cases, "skipped": [str(p) for p in self.skipped],
                 "case_fields": ["run", "case_id", "category", "status", "text"]}
 
     def case(self, run_id: int, case_id: str) -> dict[str, Any] | None:
@@ -221,6 +232,8 @@ def _handler(data: ViewerData) -> type[BaseHTTPRequestHandler]:
                 return self._send(files("umni").joinpath("viewer_static", name).read_bytes(), ctype)
             if path == "/api/index.json":
                 return self._send(index_body, "application/json")
+            if path == "/api/tables.json":
+                return self._send(json.dumps(data.tables(), ensure_ascii=False).encode(), "application/json")
             if path.startswith("/api/case/"):
                 run, _, case_id = path[len("/api/case/"):].partition("/")
                 found = data.case(int(run), case_id) if run.isdigit() else None

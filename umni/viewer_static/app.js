@@ -3,7 +3,7 @@
 "use strict";
 
 const PAGE = 50;
-const state = { index: null, page: 0, filters: { wrong: false, failed: false, category: "", run: "", q: "" }, selected: null };
+const state = { index: null, tables: null, page: 0, filters: { wrong: false, failed: false, category: "", run: "", q: "" }, selected: null };
 
 function el(tag, attrs, ...children) {
   const node = document.createElement(tag);
@@ -70,11 +70,16 @@ function tableNode(t) {
     t.note ? el("p", { class: "note" }, t.note) : null);
 }
 
-function renderTables(protocol) {
+async function renderTables(protocol) {
   const app = document.getElementById("app");
+  if (!state.tables) {
+    app.replaceChildren(el("p", { class: "muted" }, "Computing the leaderboards (bootstrap intervals)…"));
+    state.tables = await getJSON("api/tables.json");
+  }
+  if (!location.hash.slice(1).startsWith("tables") && location.hash !== "") return;  // the user moved on meanwhile
   app.replaceChildren();
-  const tables = state.index.tables.filter(t => !protocol || t.protocol === protocol);
-  const protocols = [...new Set(state.index.tables.map(t => t.protocol))];
+  const tables = state.tables.filter(t => !protocol || t.protocol === protocol);
+  const protocols = [...new Set(state.tables.map(t => t.protocol))];
   app.append(el("p", { class: "filters" }, "Protocol: ",
     el("a", { href: "#tables" }, "all"), protocols.map(p => [" · ", el("a", { href: "#tables/" + p }, p)])));
   for (const p of protocols.filter(p => !protocol || p === protocol)) {
