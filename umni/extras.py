@@ -14,7 +14,6 @@ EXTRA_OF: dict[str, str] = {
     "accelerate": "hf",
     "safetensors": "hf",
     "torchmetrics": "girbench",
-    "torch_fidelity": "girbench",
     "cv2": "girbench",
     "rapidocr_onnxruntime": "ocr",
     "onnxruntime": "ocr",

@@ -47,24 +47,34 @@ _extractors: dict[str | None, Any] = {}
 def _import_fid() -> Any:
     """The torchmetrics FID module, imported so that torch-fidelity does not pull torchvision."""
     if "torchmetrics.image.fid" not in sys.modules and "torch_fidelity" not in sys.modules:
-        try:
-            import torchvision  # noqa: F401
-        except Exception:  # absent or unloadable beside this torch
-            spec = importlib.util.find_spec("torch_fidelity")
-            if spec is None or not spec.submodule_search_locations:
-                raise ModuleNotFoundError("No module named 'torch_fidelity'", name="torch_fidelity") from None
-            package = types.ModuleType("torch_fidelity")
-            package.__path__ = list(spec.submodule_search_locations)
-            sys.modules["torch_fidelity"] = package
+        spec = importlib.util.find_spec("torch_fidelity")
+        if spec is not None and spec.submodule_search_locations:
+            try:
+                import torchvision  # noqa: F401
+            except Exception:  # absent, or unloadable beside this torch
+                package = types.ModuleType("torch_fidelity")
+                package.__path__ = list(spec.submodule_search_locations)
+                package.__spec__ = spec
+                sys.modules["torch_fidelity"] = package
     import torchmetrics.image.fid as fid
 
     return fid
+
+
+def _require_torch_fidelity() -> None:
+    if "torch_fidelity" not in sys.modules and importlib.util.find_spec("torch_fidelity") is None:
+        raise ModuleNotFoundError(
+            "torch-fidelity (torchmetrics' InceptionV3) is not installed: pip install --no-deps torch-fidelity "
+            "(without --no-deps pip also installs torchvision, which does not load beside this torch)",
+            name="torch_fidelity",
+        )
 
 
 def _extractor(weights: str | None) -> Any:
     """The InceptionV3, loaded once per process; a load that failed is not retried for every case."""
     with _lock:
         if weights not in _extractors:
+            _require_torch_fidelity()
             fid = _import_fid()
             try:
                 _extractors[weights] = fid.NoTrainInceptionV3(
@@ -143,6 +153,7 @@ def write_random_weights(path: str | Path, *, seed: int = 0) -> Path:
     """
     import torch
 
+    _require_torch_fidelity()
     fid = _import_fid()
 
     class _Unloaded(fid.NoTrainInceptionV3):  # type: ignore[misc, name-defined]

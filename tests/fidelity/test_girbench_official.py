@@ -259,8 +259,14 @@ def test_no_scorable_task_exits_2(tmp_path, capsys):
 # Visual Puzzle: torchmetrics' InceptionV3 FID, as the official code calls it
 
 
+#: torch-fidelity is installed with --no-deps (its torchvision requirement does not load beside torch
+#: 2.13); where it is absent the tests that need its InceptionV3 say so and skip.
+NEEDS_TORCH_FIDELITY = "pip install --no-deps torch-fidelity"
+
+
 @pytest.fixture(scope="module")
 def inception_weights(tmp_path_factory) -> str:
+    pytest.importorskip("torch_fidelity", reason=NEEDS_TORCH_FIDELITY)
     from umni_graphs.girbench.fid import write_random_weights
 
     return str(write_random_weights(tmp_path_factory.mktemp("fid") / "inception_random.pth"))
@@ -485,6 +491,7 @@ def test_spatial_label_that_prefixes_another_counts_its_boxes_officially():
 
 
 def test_missing_extractor_weights_fail_the_cases_with_a_clear_message(tmp_path):
+    pytest.importorskip("torch_fidelity", reason=NEEDS_TORCH_FIDELITY)
     from umni_graphs.girbench.scoring import puzzle_features
 
     solution = tmp_path / "s.png"
