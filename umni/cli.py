@@ -172,6 +172,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(coverage_line(summary))
     print(f"summary: {result.out / 'summary.json'}")
     print(f"report:  {result.report}")
+    print(f"browse:  umni view {result.out}")
     return _failure_exit(summary, request.fail_on_error)
 
 

@@ -77,7 +77,7 @@ def write_sweep_report(out: Path, results: list[Any]) -> Path:
             key = (result.summary["protocol"], record["case_id"])
             report_link = Path(result.out).resolve().relative_to(out.resolve()) / "report.html" if Path(result.out).resolve().is_relative_to(out.resolve()) else None
             cases.setdefault(key, []).append({"label": run_label(result.summary), "panels": panels, "report": report_link})
-    html = _env.get_template("sweep.html.j2").render(tables=tables, plots=plots, cases=cases)
+    html = _env.get_template("sweep.html.j2").render(tables=tables, plots=plots, cases=cases, out_dir=str(out))
     path = out / "report.html"
     atomic_write_text(path, html)
     return path
