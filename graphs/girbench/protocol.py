@@ -36,7 +36,7 @@ from typing import Any, Literal
 
 import numpy as np
 from PIL import Image
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from umni.errors import InputError
 from umni.graph import Graph, ImageFile, Ref
@@ -156,11 +156,13 @@ class GirOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    tasks: str = ""
-    skip_roles: str = ""
-    features: Literal["official", "embed"] = "official"
-    uni_model: str = OFFICIAL_UNI_MODEL
-    fid_weights: str = ""
+    tasks: str = Field("", description="comma-separated tasks to run (default: every task in the folder)")
+    skip_roles: str = Field("", description="roles this run does not bind; what needs them is skipped and counted")
+    features: Literal["official", "embed"] = Field(
+        "official", description="official: DINOv3 (Uni) and InceptionV3 FID (puzzle); embed: the run's embed role"
+    )
+    uni_model: str = Field(OFFICIAL_UNI_MODEL, description="DINOv3 checkpoint for Uni similarity: hub id or local folder")
+    fid_weights: str = Field("", description="InceptionV3 weights file (torch-fidelity format); empty: standard download")
 
     @field_validator("tasks")
     @classmethod
