@@ -72,11 +72,12 @@ def write_report(out: Path, protocol: Protocol[Any], summary: dict[str, Any], re
             panels.append({"view": view, "src": src, "full": full})
         failures = [{"node": nid, **node["failure"]} for nid, node in sorted(record.get("nodes", {}).items()) if "failure" in node]
         cases.append({"record": record, "panels": panels, "failures": failures})
-    from .leaderboard import run_coverage
+    from .leaderboard import build_tables, run_coverage
 
     coverage, failed = run_coverage(summary)
+    scored = build_tables([summary], with_ci=False)  # the leaderboard layout: answered/total beside each score
     html = _env.get_template("report.html.j2").render(
-        summary=summary, tables=protocol.tables(summary), cases=cases, protocol=protocol, coverage=coverage, failed_nodes=failed
+        summary=summary, tables=protocol.tables(summary), scored=scored, cases=cases, protocol=protocol, coverage=coverage, failed_nodes=failed
     )
     path = out / "report.html"
     atomic_write_text(path, html)

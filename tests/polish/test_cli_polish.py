@@ -59,6 +59,7 @@ def test_headline_shows_coverage_and_fail_on_error_sets_the_exit_code(tmp_path, 
     assert "INCOMPLETE" in out
     report = (tmp_path / "bad" / "report.html").read_text()
     assert f"Coverage: {24 - failed}/24 nodes answered" in report and "computed on incomplete coverage" in report
+    assert re.search(r"\d+\.\d\d \(\d+/18\)\*", report)  # the overall beside its answered questions, marked
     records = [json.loads(line) for line in (tmp_path / "bad" / "results.jsonl").read_text().splitlines()]
     messages = [n["failure"]["message"] for r in records for n in r["nodes"].values() if "failure" in n]
     assert messages and all(m in report for m in messages)  # raw failure messages, not only their kind
