@@ -39,6 +39,8 @@ from .errors import InputError
 from .leaderboard import Run, build_tables, find_runs, label_runs, run_coverage
 
 THUMB_SIDE = 256
+#: Thumbnails kept in memory by the server (about 20 KiB each).
+MAX_THUMBS = 4000
 _SHA = re.compile(r"^[0-9a-f]{64}$")
 _STATIC = {"/": ("index.html", "text/html; charset=utf-8"), "/app.js": ("app.js", "text/javascript; charset=utf-8"),
            "/style.css": ("style.css", "text/css; charset=utf-8")}
@@ -249,6 +251,8 @@ def _handler(data: ViewerData) -> type[BaseHTTPRequestHandler]:
                     body = data.image(sha, thumb=kind == "thumb")
                     if body is not None and kind == "thumb":
                         with lock:
+                            if len(thumbs) >= MAX_THUMBS:  # bounded memory; the browser caches them too
+                                thumbs.clear()
                             thumbs[sha] = body
                 if body is None:
                     return self._missing()
