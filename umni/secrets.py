@@ -13,6 +13,7 @@ Masking happens before any truncation, so a cut never leaves a secret minus its 
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 from typing import Any
@@ -37,7 +38,25 @@ def register_secret(value: str | None) -> None:
             _secrets.add(value)
 
 
+#: Environment variables whose values are credentials by their name (HF_TOKEN, OPENAI_API_KEY, ...).
+_CREDENTIAL_NAME = re.compile(r"(?:^|_)(?:API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD)$", re.IGNORECASE)
+_env_read = False
+
+
+def _register_environment() -> None:
+    """Register, once, every credential-named environment variable: a library (huggingface_hub,
+    say) may read one without umni's help and echo it in an error."""
+    global _env_read
+    if _env_read:
+        return
+    _env_read = True
+    for name, value in os.environ.items():
+        if _CREDENTIAL_NAME.search(name):
+            register_secret(value)
+
+
 def known_secrets() -> tuple[str, ...]:
+    _register_environment()
     with _lock:
         return tuple(sorted(_secrets, key=len, reverse=True))  # longest first: no partial leftovers
 

@@ -4,6 +4,7 @@ credentials in a base_url, and keys pasted into a spec. Real server on 127.0.0.1
 from __future__ import annotations
 
 import base64
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -89,6 +90,14 @@ def test_a_spec_error_does_not_echo_base_url_credentials(tmp_path):
     )  # fmt: skip
     assert done.returncode == 2 and "bogus" in done.stderr
     assert "Hunter2" not in done.stderr and "umni-user" not in done.stderr
+
+
+def test_credential_named_environment_variables_are_masked(tmp_path):
+    token = "hf_" + "Zq9" * 10
+    probe = "from umni.secrets import scrub; print(scrub('401 for token " + token + "'))"
+    env = {**os.environ, "HF_TOKEN": token}
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, env=env)
+    assert done.stdout.strip() == "401 for token ***", done.stderr
 
 
 def test_scrub_masks_registered_secrets_userinfo_and_object_reprs():
