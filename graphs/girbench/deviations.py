@@ -35,13 +35,20 @@ DEVIATIONS: dict[str, tuple[str, str, str, bool]] = {
         "umni's figure (umni_score) counts whole labels only",
         True,
     ),
+    "numerical-label-renaming": (
+        "numerical",
+        "a box whose object name is the last words of a longer asked-for object is renamed to it (a "
+        "'dog' box counts for 'hot dog', a 'car' box for 'red car'); a count is the larger of the stated "
+        "count and the number of boxes",
+        "the official rule is the default (boxes keyed as the official reply keys them); umni's figure "
+        "(umni_score) counts the detections carrying each whole label",
+        True,
+    ),
     "detector-interface": (
         "numerical, spatial",
-        "parses an InternVL reply (counts, boxes, missing objects; a count is the larger of the stated "
-        "count and the number of boxes, and a box without colour is credited to the coloured object of "
-        "that name)",
-        "receives boxes from the detect role; a count is the number of detections carrying the label, "
-        "which is what the official rule gives when the reply's counts and boxes agree",
+        "parses an InternVL reply into stated counts, keyed boxes and missing objects",
+        "receives boxes from the detect role and derives the reply from them: stated count = detections "
+        "carrying the label, keys <label>_<n>, missing = no detection",
         False,
     ),
     "uni-understanding": (

@@ -43,7 +43,9 @@ __all__ = [
     "normalize_text",
     "normalized_fid",
     "numerical_case_correct",
+    "official_box_keys",
     "official_label_counts",
+    "official_object_counts",
     "reasoning_perception_iou",
     "relation_holds",
     "spatial_case",
@@ -120,6 +122,60 @@ def numerical_case_correct(
         if key in missing_keys or got == 0 or got != want:
             return False
     return True
+
+
+def official_box_keys(detections: Iterable[Any], labels: Sequence[str]) -> tuple[dict[str, int], list[str]]:
+    """The stated count per asked-for label and the box keys, as the official code ends up with them.
+
+    The official detector reply states a count per object and keys its boxes
+    ``<object with underscores>_<n>``; the official parser then renames a key to a longer object
+    whose name without its first word equals the key's name (``dog_1`` becomes ``hot dog_1`` when
+    "hot dog" is asked for, ``car_1`` becomes ``red car_1``). Here the stated count is the number of
+    detections carrying the label and the boxes are keyed as the official reply keys them.
+    """
+    by_key = {label_key(label): label for label in labels}
+    stated = {label: 0 for label in labels}
+    seen: dict[str, int] = {}
+    keys = []
+    for det in detections:
+        name = det if isinstance(det, str) else _field(det, "label", 0)
+        label = by_key.get(label_key(name))
+        if label is not None:
+            stated[label] += 1
+        base = (label or name).replace(" ", "_")
+        seen[base] = seen.get(base, 0) + 1
+        keys.append(f"{base}_{seen[base]}")
+    longer: dict[str, list[str]] = {}
+    for label in labels:
+        words = label.split(" ")
+        if len(words) >= 2:
+            longer.setdefault(" ".join(words[1:]), []).append(label)
+    final_keys = []
+    for key in keys:
+        spaced = key.replace("_", " ")
+        suffix = "_" + key.split("_")[-1] if "_" in key and key.split("_")[-1].isdigit() else ""
+        if spaced in labels:
+            final_keys.append(spaced + suffix)
+            continue
+        base_name = spaced[: -len(suffix)] if suffix else spaced
+        final_keys.append(max(longer[base_name], key=len) + suffix if base_name in longer else key)
+    return stated, final_keys
+
+
+def official_object_counts(detections: Iterable[Any], labels: Sequence[str]) -> tuple[dict[str, int], list[str]]:
+    """Per asked-for label, the count the official numerical check ends with, and the missing labels.
+
+    A label's count is the larger of its stated count and its number of boxes after the official
+    renaming (`official_box_keys`); a label with count 0 is missing.
+    """
+    stated, keys = official_box_keys(detections, labels)
+    boxes: dict[str, int] = {}
+    for key in keys:
+        parts = key.split("_")
+        base = "_".join(parts[:-1]).replace("_", " ") if "_" in key and parts[-1].isdigit() else key
+        boxes[base] = boxes.get(base, 0) + 1
+    counts = {label: max(stated[label], boxes.get(label, 0)) for label in labels}
+    return counts, [label for label in labels if counts[label] == 0]
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -235,19 +291,11 @@ def spatial_case(
 def official_label_counts(detections: Iterable[Any], labels: Sequence[str]) -> dict[str, int]:
     """Per asked-for label, how many boxes the official spatial check counts for it.
 
-    The official code keys the n-th box of a label ``<label with underscores>_<n>`` and counts for a
-    label every key equal to it or starting with ``<label>_`` and ending in a number, so the boxes of
-    a longer label that begins with it count too (``car_seat_1`` counts for ``car``). Detections are
-    keyed by the asked-for label they match (`label_key`), others by their own label.
+    After the official renaming (`official_box_keys`), a box key counts for a label when it equals
+    the label (spaces or underscores) or starts with ``<label>_`` and ends in a number, so the boxes
+    of a longer label that begins with it count too (``car_seat_1`` counts for ``car``).
     """
-    by_key = {label_key(label): label for label in labels}
-    seen: dict[str, int] = {}
-    keys = []
-    for det in detections:
-        name = det if isinstance(det, str) else _field(det, "label", 0)
-        base = by_key.get(label_key(name), name).replace(" ", "_")
-        seen[base] = seen.get(base, 0) + 1
-        keys.append(f"{base}_{seen[base]}")
+    _, keys = official_box_keys(detections, labels)
     counts = {}
     for label in labels:
         forms = {label, label.replace(" ", "_")}

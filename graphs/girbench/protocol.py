@@ -528,7 +528,7 @@ def _metric_summary(metric: str, entries: list[dict[str, Any]], options: GirOpti
         out["score"] = _mean(present)  # the paper's Overall: the mean of the category scores
     else:
         out["score"] = _mean([e["value"] for e in scored])
-    if metric in ("sudoku", "spatial"):  # umni's figure beside the official score (deviations.py)
+    if metric in ("sudoku", "spatial", "numerical"):  # umni's figure beside the official one (deviations.py)
         cells = [e["detail"].get("umni_score") for e in scored]
         known = [v for v in cells if v is not None]
         out["umni_score"] = _mean(known)
@@ -628,7 +628,7 @@ class GirBench(Protocol[GirCase]):
             image = g.generate("image", [data.prompt])
             found = g.tool("detect", DETECT, image, labels=list(data.task.objects))
             truth = {"objects": list(data.task.objects), "number": list(data.task.number)}
-            _score(g, "score", scoring.score_numerical, truth, detections=found)
+            _score(g, "score", scoring.score_numerical, truth, version="2", detections=found)
         elif isinstance(data, SpatialCase):
             image = g.generate("image", [data.prompt])
             found = g.tool("detect", DETECT, image, labels=data.labels)

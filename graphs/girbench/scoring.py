@@ -30,6 +30,7 @@ from .metrics import (
     normalized_fid,
     numerical_case_correct,
     official_label_counts,
+    official_object_counts,
     reasoning_perception_iou,
     spatial_case,
     sudoku_accuracy,
@@ -47,11 +48,25 @@ def _ocr_lines(raw: Iterable[dict[str, Any]]) -> list[OcrLine]:
 
 
 def score_numerical(truth: dict[str, Any], *, detections: list[dict[str, Any]]) -> dict[str, Any]:
-    """Correct (1) only when every object's detected count equals the expected count."""
+    """Correct (1) only when every object's count equals the expected count.
+
+    The score uses the official counting (`official_object_counts`, where a box of "dog" can count
+    for "hot dog"); umni's figure (``umni_score``), counting whole labels, is reported beside it.
+    """
     expected = dict(zip(truth["objects"], truth["number"]))
-    counts = count_labels(_detections(detections), truth["objects"])
+    found = _detections(detections)
+    counts = count_labels(found, truth["objects"])
     correct = numerical_case_correct(expected, counts)
-    return {"score": 1.0 if correct else 0.0, "correct": correct, "counts": counts, "expected": expected}
+    official_counts, missing = official_object_counts(found, truth["objects"])
+    official = not missing and all(official_counts[o] == n for o, n in expected.items())
+    return {
+        "score": 1.0 if official else 0.0,
+        "umni_score": 1.0 if correct else 0.0,
+        "official_counts": official_counts,
+        "correct": correct,
+        "counts": counts,
+        "expected": expected,
+    }
 
 
 def score_spatial(truth: dict[str, Any], *, detections: list[dict[str, Any]]) -> dict[str, Any]:

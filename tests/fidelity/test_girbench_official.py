@@ -499,3 +499,19 @@ def test_missing_extractor_weights_fail_the_cases_with_a_clear_message(tmp_path)
     for _ in range(2):  # the failed load is remembered, not retried per case
         with pytest.raises(RuntimeError, match="fid_weights=<local .pth file>"):
             puzzle_features({"fid_weights": str(tmp_path / "absent.pth")}, {"solution": str(solution)}, output=_drawn((32, 32), 1))
+
+
+def test_numerical_box_of_a_name_ending_another_is_credited_to_the_longer_name_officially():
+    from umni_graphs.girbench.scoring import score_numerical
+
+    truth = {"objects": ["dog", "hot dog"], "number": [1, 1]}
+    detections = [
+        {"label": "dog", "box": [0, 0, 10, 10], "score": 1.0},
+        {"label": "hot dog", "box": [50, 0, 60, 10], "score": 1.0},
+    ]
+    out = score_numerical(truth, detections=detections)
+    # officially the boxes are keyed dog_1 and hot_dog_1; a key whose name is the last words of a
+    # longer object ("dog" of "hot dog") is renamed to that object, so "hot dog" has 2 boxes and its
+    # count becomes max(stated 1, boxes 2) = 2 != 1 -> 0. umni counts whole labels: 1 and 1 -> 1
+    assert out["official_counts"] == {"dog": 1, "hot dog": 2}
+    assert out["score"] == 0.0 and out["umni_score"] == 1.0
