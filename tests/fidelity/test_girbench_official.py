@@ -9,14 +9,12 @@ hand in the comment next to it.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 from PIL import Image
 
 from umni.cli import main as cli_main
-from umni.errors import InputError
 from umni.roles import OcrLine
 from umni_graphs.girbench import PROTOCOL, GirOptions
 from umni_graphs.girbench.cases import SpatialCase, SudokuSpec, load_uni_cases
