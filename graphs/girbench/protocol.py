@@ -652,7 +652,7 @@ class GirBench(Protocol[GirCase]):
             assert case.prompt is not None
             image = g.edit("image", ImageFile(data.image), PERCEPTION_INSTRUCTION.format(target=case.prompt))
             files = {"mask": data.mask, "image": data.image}
-            _score(g, "score", scoring.score_perception, {}, files=files, edited=image)
+            _score(g, "score", scoring.score_perception, {}, version="2", files=files, edited=image)
         return g
 
     def _build_uni(self, g: Graph, case: GirCase, opts: GirOptions) -> None:
