@@ -61,10 +61,13 @@ PromptPart = Union[str, ImageFile, Ref]
 
 @dataclass
 class Node:
-    """One step. Only `params` (plus inputs, role binding, seed, repeat) enter the cache key.
+    """One step. Only `params`, the code of `fn`/`parse`, the inputs' contents, the role's backend
+    identity, the seed and `repeat` enter the cache key (see umni.keys).
 
-    `when` decides from the node's input values whether the node runs at all (False: skipped);
-    it is control flow, not part of what is computed, so it is not hashed.
+    `when` decides from the node's input and `gate` values whether the node runs at all (False:
+    skipped); it is control flow, not part of what is computed, so neither it nor the `gate`
+    inputs it reads are hashed. `gate` inputs are dependencies only: they are never passed to
+    `fn` or placed in a prompt.
     """
 
     id: str
@@ -73,21 +76,43 @@ class Node:
     prompt: tuple[PromptPart, ...] = ()
     images: tuple[ImageFile | Ref, ...] = ()
     inputs: dict[str, Ref] = field(default_factory=dict)
+    gate: dict[str, Ref] = field(default_factory=dict)
     params: dict[str, Any] = field(default_factory=dict)
     fn: Callable[..., Any] | None = None
     parse: Callable[[str], Any] | None = None
     when: Callable[..., bool] | None = None
     version: str = "1"
     repeat: int = 0
+    _code_identity: dict[str, str] | None = field(default=None, init=False, repr=False, compare=False)
 
     def refs(self) -> list[Ref]:
         found = [p for p in self.prompt if isinstance(p, Ref)]
         found += [p for p in self.images if isinstance(p, Ref)]
         found += list(self.inputs.values())
+        found += list(self.gate.values())
         return found
 
     def upstream(self) -> set[str]:
         return {r.node for r in self.refs()}
+
+    def code_identity(self, case_id: str = "?") -> dict[str, str]:
+        """Fingerprints of the code that computes this node's output (`fn`, `parse`), for its key.
+
+        Memoised on the node; raises ConfigError naming the node when a callable cannot be
+        fingerprinted. `when` is checked the same way but is not part of the identity (a gate)."""
+        if self._code_identity is None:
+            from .codeid import code_fingerprint
+
+            where = f"case '{case_id}', node '{self.id}'"
+            identity = {}
+            if self.fn is not None:
+                identity["fn"] = code_fingerprint(self.fn, what=f"{where}: compute function")
+            if self.parse is not None:
+                identity["parse"] = code_fingerprint(self.parse, what=f"{where}: judge parse function")
+            if self.when is not None:
+                code_fingerprint(self.when, what=f"{where}: `when` condition")
+            self._code_identity = identity
+        return self._code_identity
 
 
 def _parts(prompt: str | PromptPart | Sequence[PromptPart]) -> tuple[PromptPart, ...]:
@@ -182,6 +207,28 @@ class Graph:
         to `fn` and enter the cache key, unlike values a closure captures. Bump `version` when `fn`
         changes what it returns, so cached values are not reused.
         """
+        for keyword, value in (("version", version), ("when", when), ("const", const)):
+            if isinstance(value, Ref):
+                raise ConfigError(
+                    f"case '{self.case_id}', node '{id}': an input named '{keyword}' collides with compute()'s own "
+                    f"keyword; pass the inputs as a mapping with g.compute_with('{id}', fn, {{'{keyword}': ...}})"
+                )
+        return self.compute_with(id, fn, inputs, version=version, when=when, const=const)
+
+    #: compute() keywords of its own; an input of one of these names would be taken for the keyword
+    COMPUTE_KEYWORDS = frozenset({"id", "fn", "version", "when", "const"})
+
+    def compute_with(
+        self,
+        id: str,
+        fn: Callable[..., Any],
+        inputs: Mapping[str, Ref],
+        *,
+        version: str = "1",
+        when: Callable[..., bool] | None = None,
+        const: Mapping[str, Any] | None = None,
+    ) -> Ref:
+        """`compute` with the inputs given as a mapping: any input name works, `version` included."""
         node = Node(id, "compute", inputs=dict(inputs), fn=fn, version=version, when=when)
         node.params = {"fn": _callable_name(fn), "const": dict(const or {})}
         return self.add(node)
@@ -190,7 +237,8 @@ class Graph:
         """Run the node behind `ref` only if `condition(**input values)` holds."""
         node = self.nodes[ref.node]
         node.when = condition
-        node.inputs.update(inputs)
+        node._code_identity = None
+        node.gate.update(inputs)
 
     # ----------------------------------------------------------------- validation
     def required_roles(self) -> set[str]:
@@ -211,6 +259,14 @@ class Graph:
                 dag.add_edge(ref.node, node.id)
             if node.kind == "compute" and node.fn is None:
                 raise ConfigError(f"case '{self.case_id}', node '{node.id}': compute node has no function")
+            if node.kind == "compute":
+                for name, value in node.inputs.items():
+                    if not isinstance(value, Ref):
+                        raise ConfigError(
+                            f"case '{self.case_id}', node '{node.id}': compute input '{name}' is {type(value).__name__}, "
+                            "not a node output (Ref); fixed values go in const={...}"
+                        )
+            node.code_identity(self.case_id)
             if node.kind == "tool" and node.role not in R.TOOL_ROLES:
                 raise ConfigError(f"case '{self.case_id}', node '{node.id}': tool role must be one of {', '.join(R.TOOL_ROLES)}")
             if node.kind == "edit" and not node.images:

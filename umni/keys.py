@@ -1,10 +1,14 @@
 """Cache keys: the same key means the same work, so its stored result can stand in for a call.
 
 A key hashes what determines a node's output and nothing else: the node kind and version, the
-identity of the backend bound to its role (provider, model, revision, output-changing parameters),
-the node's parameters minus operational ones (names starting with "_"), the fingerprints of its
-inputs (image hashes, text), the run seed and the repeat index. The node's id and the case it
-belongs to are left out on purpose: identical work in two cases or two runs is done once.
+identity of the backend bound to its role (provider, model, revision, output-changing parameters;
+for an HTTP backend the full base URL, for local weights a hash of their bytes), the node's
+parameters minus operational ones (names starting with "_"), the code of its compute function or
+judge parser (umni.codeid: source, closure values, defaults, the globals it reads), the fingerprints
+of its inputs, each tagged with its type (text, case image, another node's output), the run seed
+and the repeat index. Left out on purpose: the node's id and case (identical work in two cases or
+two runs is done once), a `when` gate and the inputs only the gate reads (they decide whether the
+node runs, not what it computes), and a judge's wording (downstream keys see its parsed value).
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from .backends import Backend
 from .graph import Node
 
 #: Bump when the meaning of stored outputs changes, to retire every old cache entry at once.
-KEY_SCHEMA = 1
+KEY_SCHEMA = 2
 
 
 def node_key(node: Node, backend: Backend | None, inputs: dict[str, Any], seed: int) -> str:
@@ -28,6 +32,7 @@ def node_key(node: Node, backend: Backend | None, inputs: dict[str, Any], seed: 
             "version": node.version,
             "backend": backend.identity() if backend is not None else None,
             "params": params,
+            "code": node.code_identity(),
             "inputs": inputs,
             "seed": seed,
             "repeat": node.repeat,

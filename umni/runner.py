@@ -16,8 +16,9 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
+import sys
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -31,7 +32,7 @@ from tenacity.wait import wait_exponential_jitter
 from .artifacts import ImageRef, encode_for_store, fingerprint
 from .backends import Backend
 from .bindings import Bindings
-from .errors import BackendError, DegenerateOutput, InputError, InvalidAnswer, OutputFailure, ParseFailure, StorageError
+from .errors import BackendError, ConfigError, DegenerateOutput, InputError, InvalidAnswer, OutputFailure, ParseFailure, StorageError
 from .events import EventLog
 from .graph import Graph, ImageFile, Node, Ref
 from .keys import node_key
@@ -65,15 +66,44 @@ class RetryPolicy:
         return wait_exponential_jitter(initial=self.initial_wait, max=self.max_wait, jitter=self.jitter)(state)
 
 
-def content_fingerprint(output: dict[str, Any]) -> str:
+def content_fingerprint(output: dict[str, Any], kind: str | None = None) -> str:
     """What a node's output contributes to the keys of nodes that read it: its content only.
 
     An image is its hash; bookkeeping such as usage counts is left out, so the same image reached
-    through a different call still lets everything downstream come from the cache.
+    through a different call still lets everything downstream come from the cache. A judge's
+    output counts by its parsed value only: the same verdict in other words (or after another
+    number of parse attempts) is the same input downstream.
     """
     if "image" in output:
         return "image:" + output["image"]["sha256"]
+    if kind == "judge":
+        return fingerprint({"judge_value": output.get("value")})
     return fingerprint({k: v for k, v in output.items() if k != "usage"})
+
+
+def json_output(value: Any, where: str = "value") -> Any:
+    """`value` as plain JSON data, numpy scalars and arrays converted; TypeError names what is not.
+
+    A compute function's result is stored, hashed into downstream keys and written to results, so
+    it must be JSON: a numpy number becomes the Python number, an array a (nested) list."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        if isinstance(value, numpy.generic):
+            return json_output(value.item(), where)
+        if isinstance(value, numpy.ndarray):
+            if value.dtype.kind not in "biuf":
+                raise TypeError(f"{where} is a numpy array of dtype {value.dtype}, which is not JSON")
+            return value.tolist()
+    if isinstance(value, (list, tuple)):
+        return [json_output(v, f"{where}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, dict):
+        bad = [k for k in value if not isinstance(k, str)]
+        if bad:
+            raise TypeError(f"{where} has a key {bad[0]!r} that is not a string")
+        return {k: json_output(v, f"{where}[{k!r}]") for k, v in value.items()}
+    raise TypeError(f"{where} is a {type(value).__module__}.{type(value).__qualname__}, which is not JSON")
 
 
 def _storage_fault(group: BaseExceptionGroup) -> StorageError | None:
@@ -162,6 +192,8 @@ class LanePool:
         self.compute = _Lane(1 << 30)
         #: cache key -> nodes (of any runner in the pool) waiting for the same work to finish
         self.inflight: dict[str, list[tuple["Runner", "_CaseRun", str]]] = {}
+        #: tie-break of equal priorities in the lanes; shared, since the lanes are (never compare tasks)
+        self.seq = itertools.count()
 
     def lane(self, backend: Backend, limit: int) -> _Lane:
         if id(backend) not in self._lanes:
@@ -207,8 +239,10 @@ class Runner:
         total = sum(l.limit for l in self._lanes.values()) or 1
         self.window = window or max(32, 4 * total)
         self._file_refs: dict[tuple[str, int, int], ImageRef] = {}
-        self._seq = itertools.count()
+        self._seq = pool.seq
         self._inflight = pool.inflight
+        self._queue: deque[tuple[_CaseRun, str]] = deque()
+        self._draining = False
 
     # ------------------------------------------------------------------ public
     async def run(self, jobs: Iterable[CaseJob], on_case_done: CaseDone | None = None) -> RunStats:
@@ -281,6 +315,28 @@ class Runner:
             self._all_done.set()
 
     def _ready(self, run: _CaseRun, nid: str) -> None:
+        """Queue a node whose inputs are done; the queue is drained in a loop, not by recursion, so
+        a chain of hundreds of cached nodes resolves without growing the call stack."""
+        self._queue.append((run, nid))
+        if self._draining:
+            return
+        self._draining = True
+        try:
+            while self._queue:
+                self._start(*self._queue.popleft())
+        finally:
+            self._draining = False
+
+    def _start(self, run: _CaseRun, nid: str) -> None:
+        try:
+            self._start_node(run, nid)
+        except StorageError:
+            raise
+        except Exception as exc:  # a bug met while preparing this node: this node's failure only
+            if nid not in run.outcomes:
+                self._finish(run, Outcome(nid, "failed", failure=Failure("internal", f"{type(exc).__name__}: {exc}")))
+
+    def _start_node(self, run: _CaseRun, nid: str) -> None:
         node = run.graph.nodes[nid]
         blocked = self._blocked_by(run, node)
         if blocked is not None:
@@ -288,7 +344,7 @@ class Runner:
             return
         if node.when is not None:
             try:
-                go = bool(node.when(**self._input_values(run, node)))
+                go = bool(node.when(**self._input_values(run, node), **self._gate_values(run, node)))
             except Exception as exc:  # a condition that crashes is a bug in the graph: record it
                 self._finish(run, Outcome(nid, "failed", failure=Failure("internal", f"condition failed: {exc!r}")))
                 return
@@ -303,10 +359,17 @@ class Runner:
         except InputError as exc:  # a case image that cannot be decoded: this node's input failure
             self._finish(run, Outcome(nid, "failed", failure=Failure("input", exc.describe())))
             return
+        except ConfigError as exc:  # e.g. a callable that cannot be fingerprinted
+            self._finish(run, Outcome(nid, "failed", failure=Failure("internal", str(exc))))
+            return
+        except (TypeError, ValueError) as exc:  # a parameter or const that is not JSON
+            message = f"the node's parameters cannot be keyed: {exc}"
+            self._finish(run, Outcome(nid, "failed", failure=Failure("internal", message)))
+            return
         hit = self.cache.get(key)
         if hit is not None and self._blobs_present(hit):
             self.events.emit("node.cached", case=run.job.case_id, node=nid, key=key)
-            self._finish(run, Outcome(nid, "cached", output=hit, fingerprint=content_fingerprint(hit)))
+            self._finish(run, Outcome(nid, "cached", output=hit, fingerprint=content_fingerprint(hit, node.kind)))
             return
         if node.role in self.frozen_roles:
             message = f"node '{nid}' (role {node.role}) has no cached result, and this run may not call role '{node.role}'"
@@ -380,9 +443,15 @@ class Runner:
                 return "skipped"
         return None
 
+    def _gate_values(self, run: _CaseRun, node: Node) -> dict[str, Any]:
+        return self._values(run, node.gate)
+
     def _input_values(self, run: _CaseRun, node: Node) -> dict[str, Any]:
+        return self._values(run, node.inputs)
+
+    def _values(self, run: _CaseRun, refs: dict[str, Ref]) -> dict[str, Any]:
         values = {}
-        for name, ref in node.inputs.items():
+        for name, ref in refs.items():
             outcome = run.outcomes[ref.node]
             values[name] = self._plain_value(outcome) if outcome.ok else None
         return values
@@ -402,12 +471,15 @@ class Runner:
 
     def _input_fingerprints(self, run: _CaseRun, node: Node) -> dict[str, Any]:
         def one(item: Any) -> Any:
+            # each part carries its type, so a text equal to an image's hash is not that image
             if isinstance(item, Ref):
                 outcome = run.outcomes[item.node]
-                return outcome.fingerprint if outcome.ok else None
+                return {"node_output": outcome.fingerprint if outcome.ok else None}
             if isinstance(item, ImageFile):
-                return self._file_ref(item).sha256
-            return item
+                return {"case_image": self._file_ref(item).sha256}
+            if isinstance(item, str):
+                return {"text": item}
+            return {type(item).__name__: item}
 
         return {
             "prompt": [one(p) for p in node.prompt],
@@ -462,8 +534,13 @@ class Runner:
         except Exception as exc:  # a backend or compute bug: recorded against this node, the run goes on
             outcome = Outcome(node.id, "failed", failure=Failure("internal", f"{type(exc).__name__}: {exc}", attempts["calls"] or 1))
         else:
-            self.cache.put(key, node.kind, output)
-            outcome = Outcome(node.id, "computed", output=output, fingerprint=content_fingerprint(output))
+            try:
+                self.cache.put(key, node.kind, output)
+                outcome = Outcome(node.id, "computed", output=output, fingerprint=content_fingerprint(output, node.kind))
+            except StorageError:
+                raise
+            except Exception as exc:  # an output that cannot be stored: this node's failure only
+                outcome = Outcome(node.id, "failed", failure=Failure("internal", f"the output cannot be stored: {type(exc).__name__}: {exc}"))
             self.events.emit(
                 "node.done",
                 case=run.job.case_id,
@@ -528,7 +605,7 @@ class Runner:
             assert node.fn is not None
             attempts["calls"] += 1
             value = node.fn(**node.params.get("const", {}), **self._input_values(run, node))
-            return {"value": value}
+            return {"value": json_output(value, f"the value returned by compute node '{node.id}'")}
         assert backend is not None
         b: Any = backend
         if node.kind in ("generate", "edit"):
