@@ -5,7 +5,6 @@ cannot collide with itself, and JSON Lines split on newlines only."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import stat
 import subprocess
