@@ -159,6 +159,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         print("failures (counted apart from scores): " + ", ".join(f"{k} {v}" for k, v in failed.items()))
     if counts["skipped_cases"]:
         print(f"skipped cases: {counts['skipped_cases']} (reasons in summary.json)")
+    if summary.get("extended"):
+        print(summary["extended"])
     scores = summary["scores"]
     if "overall" in scores:
         from .leaderboard import run_coverage

@@ -29,7 +29,8 @@ from .completion import mark_complete, mark_incomplete
 from .config import RunConfig, RunRequest  # noqa: F401 - RunRequest: the old name, still importable here
 from .errors import ConfigError, InputError
 from .events import EventLog
-from .graph import Graph
+from .filehash import file_sha256, files_sha256
+from .graph import Graph, ImageFile
 from .outcomes import FAILURE_KINDS, Outcome
 from .progress import Progress
 from .pricing import default_price_file, estimate, load_prices
@@ -55,18 +56,27 @@ class RunResult:
         return self.out / "report.html"
 
 
-def _files_fingerprint(path: Path) -> str:
-    """Content hash of a case file, or of every file in a case folder (names and bytes)."""
+def _files_fingerprint(path: Path, referenced: set[Path] = frozenset()) -> str:  # type: ignore[assignment]
+    """Content hash of a case file, or of every file in a case folder (names and bytes), and of
+    every file the cases reference (images), wherever it lies: replacing any of them is a new case set."""
     if path.is_file():
-        return fingerprint({"file": path.name, "sha": _sha(path)})
-    entries = sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith("."))
-    return fingerprint([[str(p.relative_to(path)), _sha(p)] for p in entries if p.suffix in (".json", ".jsonl", ".yaml", ".yml")])
+        own: list[list[str]] = [[path.name, file_sha256(path)]]
+    else:
+        entries = [p for p in path.rglob("*") if p.is_file() and not any(part.startswith(".") for part in p.relative_to(path).parts)]
+        own = files_sha256(entries, root=path)
+    outside = files_sha256(sorted({p.resolve() for p in referenced}))
+    return fingerprint({"files": own, "referenced": outside})
 
 
-def _sha(path: Path) -> str:
-    import hashlib
-
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+def _referenced_files(protocol: Protocol[Any], cases: list[Any], options: Any) -> set[Path]:
+    """Every file the cases' graphs read (case images); a missing one is left to the node that reads it."""
+    found: set[Path] = set()
+    for case in cases:
+        for node in protocol.build(case, options).nodes.values():
+            for part in (*node.prompt, *node.images):
+                if isinstance(part, ImageFile) and Path(part.path).is_file():
+                    found.add(Path(part.path))
+    return found
 
 
 @contextmanager
@@ -82,27 +92,89 @@ def _locked(out: Path) -> Iterator[None]:
         yield
 
 
-def _check_manifest(out: Path, manifest: dict[str, Any]) -> None:
+#: What identifies the run a directory holds; a resume must match all of it (limit is checked apart).
+IDENTITY_FIELDS = ("protocol", "cases", "identities", "options", "seed")
+#: What umni itself places in a run directory before run.json exists.
+_OWN_FILES = frozenset({".lock", "INCOMPLETE"})
+
+
+def run_identity(manifest: dict[str, Any]) -> str:
+    """The hash of what a run directory holds; kept in run.db as well as in run.json."""
+    return fingerprint({k: manifest.get(k) for k in IDENTITY_FIELDS})
+
+
+def _limit_text(limit: int | None) -> str:
+    return "all cases" if limit is None else f"the first {limit} case(s)"
+
+
+def _check_manifest(out: Path, manifest: dict[str, Any]) -> str | None:
+    """Refuse a directory that holds another run, or that is not a run directory at all; refuse a
+    --limit that would shrink what the directory holds. Returns a note when the run is extended."""
     path = out / "run.json"
-    if path.exists():
-        try:
-            old = json.loads(path.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            raise InputError("run.json is not valid UTF-8 JSON; this does not look like a umni run directory", path=path) from None
-        if not isinstance(old, dict):
-            raise InputError("run.json does not hold a JSON object; this does not look like a umni run directory", path=path)
-        differing = [k for k in ("protocol", "cases", "identities", "options", "seed") if old.get(k) != manifest.get(k)]
-        if differing:
-            raise InputError(
-                "this run directory was made by a different command (it differs in: "
-                + ", ".join(differing)
-                + "); resume it with the same command, or choose another --out",
-                path=out,
-            )
-        if old.get("limit") == manifest.get("limit"):
-            return
-    # new directory, or a resume that widened --limit: record what the directory now holds
+    if not path.exists():
+        if (out / "run.db").exists():  # run.json deleted: run.db itself says which command made it
+            store = RunStore(out / "run.db")
+            try:
+                _check_run_db(out, store, manifest)
+            finally:
+                store.close()
+        else:
+            strays = sorted(p.name for p in out.iterdir() if p.name not in _OWN_FILES)
+            if strays:
+                raise InputError(
+                    f"this folder is not empty and is not a umni run directory (no run.json; it holds {', '.join(strays[:3])}"
+                    + (", …" if len(strays) > 3 else "")
+                    + "); choose a new or empty --out",
+                    path=out,
+                )
+        atomic_write_text(path, json.dumps(manifest, indent=2, ensure_ascii=False))
+        return None
+    try:
+        old = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise InputError("run.json is not valid UTF-8 JSON; this does not look like a umni run directory", path=path) from None
+    if not isinstance(old, dict):
+        raise InputError("run.json does not hold a JSON object; this does not look like a umni run directory", path=path)
+    differing = [k for k in IDENTITY_FIELDS if old.get(k) != manifest.get(k)]
+    if differing:
+        raise InputError(
+            "this run directory was made by a different command (it differs in: "
+            + ", ".join(differing)
+            + "); resume it with the same command, or choose another --out",
+            path=out,
+        )
+    before, now = old.get("limit"), manifest.get("limit")
+    if before == now:
+        return None
+    if now is not None and (before is None or now < before):
+        raise InputError(
+            f"this run directory holds {_limit_text(before)}; --limit {now} would shrink it. Resume or extend it "
+            f"with --limit {before} or more{'' if before is None else ' (or no --limit)'}, or choose another --out",
+            path=out,
+        )
+    # a wider --limit: the directory is extended, keeping every finished case
     atomic_write_text(path, json.dumps(manifest, indent=2, ensure_ascii=False))
+    return f"extended this run from {_limit_text(before)} to {_limit_text(now)}"
+
+
+def _check_run_db(out: Path, store: RunStore, manifest: dict[str, Any]) -> None:
+    """Tie run.db to the command that made it, whatever happened to run.json."""
+    identity = run_identity(manifest)
+    made_by = store.made_by()
+    if made_by is None:
+        if store.has_rows():
+            raise InputError(
+                "run.db holds results but does not record which command made them (written by an older umni); "
+                "choose another --out (the cache still saves the work)",
+                path=out / "run.db",
+            )
+        store.set_made_by(identity)
+    elif made_by != identity:
+        raise InputError(
+            "run.db was made by a different command (another protocol, case set, binding, option or seed) "
+            "than this one; resume it with the same command, or choose another --out",
+            path=out / "run.db",
+        )
 
 
 def prepare(request: RunConfig, *, shared: dict[str, Any] | None = None) -> "Prepared":
@@ -164,7 +236,7 @@ async def evaluate_async(
     manifest = {
         "config": request.persisted(),  # verbatim: only what the user set, so a replay sets nothing more
         "protocol": protocol.name,
-        "cases": {"path": str(case_set.path.resolve()), "fingerprint": _files_fingerprint(case_set.path)},
+        "cases": {"path": str(case_set.path.resolve()), "fingerprint": _files_fingerprint(case_set.path, _referenced_files(protocol, cases, options))},
         "bindings": bindings.specs(),
         "identities": bindings.identities(),
         "options": options.model_dump(mode="json"),
@@ -176,12 +248,13 @@ async def evaluate_async(
     if lineage:
         manifest["lineage"] = lineage
     with _locked(out):
-        _check_manifest(out, manifest)
+        extended = _check_manifest(out, manifest)
         mark_incomplete(out)  # removed only once results, summary and report are all written
         own_cache = cache is None
         if cache is None:
             cache = Cache(Path(request.cache) if request.cache else default_cache_dir())
         store = RunStore(out / "run.db")
+        _check_run_db(out, store, manifest)
         events = EventLog(out / "events.jsonl")
         started = time.time()
         done_before = store.complete_ids()
@@ -227,6 +300,8 @@ async def evaluate_async(
         if prices is not None:
             summary["cost"] = estimate(summary["usage"], summary["bindings"], prices)
         summary["run_dir"] = str(out)
+        if extended:
+            summary["extended"] = extended
         if lineage:
             summary["lineage"] = lineage
         with storage_guard(out):  # the report's image copies too: a full disk is one StorageError

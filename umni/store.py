@@ -184,6 +184,23 @@ class RunStore:
     def complete_ids(self) -> set[str]:
         return {case_id for case_id, _, complete, _ in self._rows() if complete}
 
+    # The command that made this run.db, kept inside it (not only in run.json beside it), so a
+    # directory whose run.json was deleted cannot be resumed by another command.
+    def made_by(self) -> str | None:
+        with storage_guard(self.path):
+            self.db.execute("CREATE TABLE IF NOT EXISTS made_by (id INTEGER PRIMARY KEY CHECK (id = 1), identity TEXT NOT NULL)")
+            row = self.db.execute("SELECT identity FROM made_by WHERE id = 1").fetchone()
+        return row[0] if row else None
+
+    def set_made_by(self, identity: str) -> None:
+        with storage_guard(self.path):
+            self.db.execute("CREATE TABLE IF NOT EXISTS made_by (id INTEGER PRIMARY KEY CHECK (id = 1), identity TEXT NOT NULL)")
+            self.db.execute("INSERT OR REPLACE INTO made_by(id, identity) VALUES (1, ?)", (identity,))
+
+    def has_rows(self) -> bool:
+        with storage_guard(self.path):
+            return self.db.execute("SELECT 1 FROM cases LIMIT 1").fetchone() is not None
+
     def records(self) -> list[dict[str, Any]]:
         return [json.loads(record) for *_, record in self._rows()]
 

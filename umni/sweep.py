@@ -169,9 +169,14 @@ async def _run_all(sweep: SweepFile, requests: list[RunConfig], prepared: list[A
 
     try:
         with _sweep_lock(sweep.out):
-            async with anyio.create_task_group() as tg:
-                for index in range(len(requests)):
-                    tg.start_soon(one, index)
+            try:
+                async with anyio.create_task_group() as tg:
+                    for index in range(len(requests)):
+                        tg.start_soon(one, index)
+            finally:  # a crashed sweep still leaves the leaderboard of the runs that finished
+                done = [r for r in results if r is not None]
+                if done or all(r is not None for r in results):
+                    _write_sweep_outputs(sweep.out, done)
     except BaseExceptionGroup as group:
         error = _first_umni_error(group)
         if error is None:
@@ -181,13 +186,15 @@ async def _run_all(sweep: SweepFile, requests: list[RunConfig], prepared: list[A
         for backend in shared.values():
             await backend.ensure_closed()
         cache.close()
-    done = [r for r in results if r is not None]
+    return sweep.out, done
+
+
+def _write_sweep_outputs(out: Path, done: list[RunResult]) -> None:
     summaries = [r.summary for r in done]
-    write_leaderboard(build_tables(summaries), sweep.out)
-    (sweep.out / "sweep.json").write_text(
+    write_leaderboard(build_tables(summaries), out)
+    (out / "sweep.json").write_text(
         json.dumps({"runs": [{"out": str(r.out), "bindings": r.summary["bindings"], "protocol": r.summary["protocol"]} for r in done]}, indent=2)
     )
     from .sweep_report import write_sweep_report
 
-    write_sweep_report(sweep.out, done)
-    return sweep.out, done
+    write_sweep_report(out, done)
