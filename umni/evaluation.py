@@ -297,8 +297,11 @@ async def evaluate_async(
         # nodes of cases finished by an earlier invocation count as reused (cached) work
         reused_nodes = sum(len(r.get("nodes", {})) for r in records if r["case_id"] in done_before)
         summary = _summary(protocol, options, case_set, bindings, records, stats, reused_nodes, time.time() - started)
+        _add_cumulative(summary, store.cumulative())
         if prices is not None:
+            summary["this_invocation"]["cost"] = estimate(summary["this_invocation"]["usage"], summary["bindings"], prices)
             summary["cost"] = estimate(summary["usage"], summary["bindings"], prices)
+        store.set_cumulative({"calls": summary["calls"], "usage": summary["usage"]})
         summary["run_dir"] = str(out)
         if extended:
             summary["extended"] = extended
@@ -313,6 +316,30 @@ async def evaluate_async(
         if own_cache:
             cache.close()
     return RunResult(out, summary)
+
+
+def _sum_counts(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """Field-wise sum of two usage records; a count unknown (None) on either side stays unknown."""
+    total: dict[str, Any] = {}
+    for name in sorted(set(a) | set(b)):
+        x, y = a.get(name, 0), b.get(name, 0)
+        total[name] = None if x is None or y is None else x + y
+    return total
+
+
+def _add_cumulative(summary: dict[str, Any], before: dict[str, Any]) -> None:
+    """Make `calls` and `usage` the run's totals over every invocation, and keep this invocation's
+    own figures under `this_invocation` (a resume of a finished run reports 0 calls there, not in the totals)."""
+    now_calls, now_usage = summary["calls"], summary["usage"]
+    summary["this_invocation"] = {"calls": now_calls, "usage": now_usage}
+    calls = dict(before.get("calls", {}))
+    for role, n in now_calls.items():
+        calls[role] = calls.get(role, 0) + n
+    usage = {role: dict(u) for role, u in before.get("usage", {}).items()}
+    for role, used in now_usage.items():
+        usage[role] = _sum_counts(usage.get(role, {}), used)
+    summary["calls"] = dict(sorted(calls.items()))
+    summary["usage"] = dict(sorted(usage.items()))
 
 
 def _summary(

@@ -197,6 +197,18 @@ class RunStore:
             self.db.execute("CREATE TABLE IF NOT EXISTS made_by (id INTEGER PRIMARY KEY CHECK (id = 1), identity TEXT NOT NULL)")
             self.db.execute("INSERT OR REPLACE INTO made_by(id, identity) VALUES (1, ?)", (identity,))
 
+    def cumulative(self) -> dict[str, Any]:
+        """Calls and usage of every earlier invocation into this directory ({} for a new one)."""
+        with storage_guard(self.path):
+            self.db.execute("CREATE TABLE IF NOT EXISTS totals (id INTEGER PRIMARY KEY CHECK (id = 1), totals TEXT NOT NULL)")
+            row = self.db.execute("SELECT totals FROM totals WHERE id = 1").fetchone()
+        return json.loads(row[0]) if row else {}
+
+    def set_cumulative(self, totals: dict[str, Any]) -> None:
+        with storage_guard(self.path):
+            self.db.execute("CREATE TABLE IF NOT EXISTS totals (id INTEGER PRIMARY KEY CHECK (id = 1), totals TEXT NOT NULL)")
+            self.db.execute("INSERT OR REPLACE INTO totals(id, totals) VALUES (1, ?)", (json.dumps(totals, sort_keys=True),))
+
     def has_rows(self) -> bool:
         with storage_guard(self.path):
             return self.db.execute("SELECT 1 FROM cases LIMIT 1").fetchone() is not None
