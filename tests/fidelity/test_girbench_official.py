@@ -262,9 +262,18 @@ def test_no_scorable_task_exits_2(tmp_path, capsys):
 NEEDS_TORCH_FIDELITY = "pip install --no-deps torch-fidelity"
 
 
+def require_torch_fidelity() -> None:
+    # find_spec, not importorskip: importing the package itself runs its __init__, which needs torchvision
+    import importlib.util
+    import sys
+
+    if "torch_fidelity" not in sys.modules and importlib.util.find_spec("torch_fidelity") is None:
+        pytest.skip(NEEDS_TORCH_FIDELITY)
+
+
 @pytest.fixture(scope="module")
 def inception_weights(tmp_path_factory) -> str:
-    pytest.importorskip("torch_fidelity", reason=NEEDS_TORCH_FIDELITY)
+    require_torch_fidelity()
     from umni_graphs.girbench.fid import write_random_weights
 
     return str(write_random_weights(tmp_path_factory.mktemp("fid") / "inception_random.pth"))
@@ -489,7 +498,7 @@ def test_spatial_label_that_prefixes_another_counts_its_boxes_officially():
 
 
 def test_missing_extractor_weights_fail_the_cases_with_a_clear_message(tmp_path):
-    pytest.importorskip("torch_fidelity", reason=NEEDS_TORCH_FIDELITY)
+    require_torch_fidelity()
     from umni_graphs.girbench.scoring import puzzle_features
 
     solution = tmp_path / "s.png"
