@@ -40,6 +40,7 @@ from typing import Any, ClassVar
 
 from PIL import Image
 
+from umni.filehash import file_sha256
 from umni.backends import Backend
 from umni.errors import BackendError, ConfigError, DegenerateOutput
 from umni.roles import EDIT, GENERATE, ImageReply, Part, Usage
@@ -302,10 +303,11 @@ _CONFIG_SUFFIXES = (".json", ".txt", ".model", ".yaml")
 
 
 def _fingerprint_directory(root: Path) -> str:
-    """A hash of every config file's content and every other file's name and size.
+    """A hash of every file's name and content (weights included).
 
-    Hashing weight contents would read gigabytes at every start; names and sizes catch swapped or
-    re-saved weights in practice, and configs (small) are hashed in full.
+    Weight files are hashed by umni.filehash, which streams each once and remembers the result by
+    size, mtime_ns and inode, so a re-run does not read gigabytes again while weights overwritten in
+    place (same size) still change the identity.
     """
     digest = hashlib.sha256()
     for file in sorted(p for p in root.rglob("*") if p.is_file()):
@@ -313,10 +315,7 @@ def _fingerprint_directory(root: Path) -> str:
         if any(part.startswith(".") for part in relative.parts):
             continue
         digest.update(str(relative.as_posix()).encode() + b"\0")
-        if file.suffix in _CONFIG_SUFFIXES and file.stat().st_size < 4_000_000:
-            digest.update(hashlib.sha256(file.read_bytes()).digest())
-        else:
-            digest.update(str(file.stat().st_size).encode())
+        digest.update(file_sha256(file).encode())
         digest.update(b"\n")
     return digest.hexdigest()
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from umni.filehash import file_sha256
 from umni.errors import BackendError, ConfigError
 from umni.roles import DETECT, EMBED, GENERATE, JUDGE, UNDERSTAND
 
@@ -121,17 +122,15 @@ def looks_local(name: str) -> bool:
 def local_revision(folder: Path) -> str:
     """A content fingerprint of a local checkpoint, standing in for a hub commit.
 
-    Hashing whole weight files would take minutes for large models; config.json plus the names and
-    sizes of the weight files changes whenever a checkpoint is re-saved or swapped, which is what the
-    cache must notice.
+    config.json and every weight file count by their bytes (umni.filehash: streamed once, then
+    remembered per file by size, mtime_ns and inode), so weights overwritten in place with a file of
+    the same size are a new identity and stale predictions never come back from the cache.
     """
     digest = hashlib.sha256()
     digest.update((folder / "config.json").read_bytes())
     for path in sorted(folder.iterdir()):
         if path.is_file() and path.name.endswith(_WEIGHT_SUFFIXES):
-            digest.update(f"\0{path.name}\0{path.stat().st_size}".encode())
-            if path.name.endswith(".index.json"):
-                digest.update(path.read_bytes())
+            digest.update(f"\0{path.name}\0{file_sha256(path)}".encode())
     return "sha256:" + digest.hexdigest()
 
 

@@ -134,7 +134,7 @@ class OpenAIBackend(Backend):
 
     def identity(self) -> dict[str, Any]:
         params = {k: v for k, v in self.spec.params if k in OUTPUT_PARAMS}
-        return {"provider": self.provider, "name": self.model, "host": self.host, "params": params}
+        return {"provider": self.provider, "name": self.model, "endpoint": _endpoint(self.base_url), "params": params}
 
     def __repr__(self) -> str:
         return f"OpenAIBackend(model={self.model!r}, host={self.host!r}, roles={sorted(self._roles)})"
@@ -491,6 +491,15 @@ def _redact(text: str, secret: str | None) -> str:
 
 #: The engine's one multiple-choice reading (umni.choices); kept under this name for callers.
 parse_option_letter = parse_choice
+
+
+def _endpoint(base_url: str) -> str:
+    """The base URL as identity: scheme, host, port (the scheme's default when absent) and path.
+    Two servers on one host differ by port or path, so they never share cache entries. Userinfo
+    (credentials) is left out: it is not identity, and identity is written to run.json."""
+    parts = urlsplit(base_url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    return f"{parts.scheme}://{(parts.hostname or '').lower()}:{port}{parts.path.rstrip('/')}"
 
 
 # -- spec helpers ----------------------------------------------------------------------------------

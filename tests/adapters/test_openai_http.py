@@ -323,10 +323,11 @@ def test_identity_keeps_output_params_and_drops_operational_ones(monkeypatch: py
     assert slow.identity() == {
         "provider": "openai",
         "name": "gpt-x",
-        "host": "10.0.0.5",
+        "endpoint": "http://10.0.0.5:8000/v1",
         "params": {"temperature": "0.2", "size": "512x512", "quality": "high"},
     }
-    assert slow.identity_hash() == fast.identity_hash() == other_port.identity_hash()
+    assert slow.identity_hash() == fast.identity_hash()
+    assert other_port.identity_hash() != fast.identity_hash()  # another server on the same host (issue 10.2)
     assert hotter.identity_hash() != fast.identity_hash()
 
 
