@@ -45,10 +45,12 @@ def run_request(out: Path, cache: Path, limit: int = 2) -> RunRequest:
 
 def test_a_run_dir_interrupted_while_writing_outputs_is_refused_by_every_reader(tmp_path):
     out, cache = tmp_path / "run", tmp_path / "cache"
-    (out / "report.html").mkdir(parents=True)  # the last output cannot be written: a real EISDIR
+    evaluate(run_request(out, cache, limit=1))
+    (out / "report.html").unlink()
+    (out / "report.html").mkdir()  # the last output cannot be written: a real EISDIR
     (out / "report.html" / "keep").write_text("x")
     with pytest.raises(StorageError):
-        evaluate(run_request(out, cache))
+        evaluate(run_request(out, cache, limit=2))  # widening the run rewrites every output
     assert (out / "results.jsonl").exists() and (out / "summary.json").exists()  # written, but not all
     assert (out / MARKER).exists()
 
