@@ -11,7 +11,7 @@ from typing import Any
 
 from .backends import Backend, create_backend
 from .errors import ConfigError
-from .roles import ALL_ROLES, ROLE_INTERFACE
+from .roles import ALL_ROLES, DERIVED_ROLES, ROLE_INTERFACE
 from .spec import Spec, parse_role_binding
 
 
@@ -45,23 +45,26 @@ class Bindings:
                 bound[role] = backend
         for item in roles:
             role, spec = parse_role_binding(item) if isinstance(item, str) else item
-            if role not in ALL_ROLES:
-                raise ConfigError(f"unknown role '{role}'; known roles: {', '.join(ALL_ROLES)}")
+            if role not in ALL_ROLES and role not in DERIVED_ROLES:
+                raise ConfigError(f"unknown role '{role}'; known roles: {', '.join((*ALL_ROLES, *DERIVED_ROLES))}")
             backend = instance(spec)
-            if role not in backend.fills():
+            if DERIVED_ROLES.get(role, role) not in backend.fills():
                 raise ConfigError(
                     f"backend '{spec}' cannot fill role '{role}'; it fills: {', '.join(sorted(backend.fills())) or 'nothing'}"
                 )
             bound[role] = backend
         for role, backend in bound.items():
-            if not isinstance(backend, ROLE_INTERFACE[role]):
+            if not isinstance(backend, ROLE_INTERFACE[DERIVED_ROLES.get(role, role)]):
                 raise ConfigError(f"backend '{backend.spec}' claims role '{role}' but lacks its methods")
         return cls(bound)
 
     def __contains__(self, role: str) -> bool:
-        return role in self.backends
+        return role in self.backends or DERIVED_ROLES.get(role) in self.backends
 
     def __getitem__(self, role: str) -> Backend:
+        """The backend of `role`; a derived role left unbound (the critic) gets its source role's."""
+        if role not in self.backends and role in DERIVED_ROLES:
+            return self.backends[DERIVED_ROLES[role]]
         return self.backends[role]
 
     def roles(self) -> list[str]:

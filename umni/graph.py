@@ -271,7 +271,7 @@ class Graph:
                 raise ConfigError(f"case '{self.case_id}', node '{node.id}': tool role must be one of {', '.join(R.TOOL_ROLES)}")
             if node.kind == "edit" and not node.images:
                 raise ConfigError(f"case '{self.case_id}', node '{node.id}': edit node has no input image")
-            if bound_roles is not None and node.role and node.role not in bound_roles:
+            if bound_roles is not None and node.role and node.role not in bound_roles and R.DERIVED_ROLES.get(node.role) not in bound_roles:
                 raise ConfigError(
                     f"case '{self.case_id}', node '{node.id}' needs role '{node.role}', which the binding does not fill "
                     f"(bound: {', '.join(sorted(bound_roles)) or 'nothing'}); bind it with --role {node.role}=SPEC"

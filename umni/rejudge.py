@@ -19,7 +19,7 @@ from .errors import InputError
 from .config import RunConfig
 from .evaluation import RunResult, evaluate_async, prepare
 from .protocol import get_protocol
-from .roles import ALL_ROLES, JUDGE
+from .roles import ALL_ROLES, CRITIC, DERIVED_ROLES, JUDGE
 from .spec import Spec
 
 
@@ -39,6 +39,9 @@ def rejudge(run: Path, judge: str, out: Path | None = None, *, concurrency: int 
     bindings: dict[str, str] = manifest["bindings"]
     old_judge = bindings.get(JUDGE)
     new_bindings = {**bindings, JUDGE: str(Spec.parse(judge))}
+    if old_judge is not None and CRITIC not in bindings:
+        # the in-loop critic stays the original judge: the loop's trajectory is replayed, not re-decided
+        new_bindings[CRITIC] = old_judge
     out = out or Path(str(run).rstrip("/") + "-rejudged")
     roles = [f"{role}={spec}" for role, spec in sorted(new_bindings.items())]
     if isinstance(manifest.get("config"), dict):
@@ -63,5 +66,5 @@ def rejudge(run: Path, judge: str, out: Path | None = None, *, concurrency: int 
         raise InputError(f"protocol '{request.protocol}' has no judge, so there is nothing to re-judge", path=run)
     prepared = prepare(request)
     lineage = {"rejudged_from": str(Path(run).resolve()), "judges": {"original": old_judge, "new": new_bindings[JUDGE]}}
-    frozen = frozenset(ALL_ROLES) - {JUDGE}
+    frozen = (frozenset(ALL_ROLES) | frozenset(DERIVED_ROLES)) - {JUDGE}
     return anyio.run(lambda: evaluate_async(request, prepared, frozen_roles=frozen, lineage=lineage))

@@ -27,6 +27,13 @@ MODEL_ROLES = (UNDERSTAND, GENERATE, EDIT, JUDGE)
 TOOL_ROLES = (OCR, DETECT, EMBED)
 ALL_ROLES = MODEL_ROLES + TOOL_ROLES
 
+#: The in-loop critic/verifier: it decides a reflection loop's trajectory (whether another round
+#: runs, and with what feedback), apart from the judge that scores the rounds. Unbound, it uses the
+#: judge's backend; re-judging rebinds the scoring judge only, so the loop replays unchanged.
+CRITIC = "critic"
+#: Roles that, when not bound, are filled by another role's backend.
+DERIVED_ROLES: dict[str, str] = {CRITIC: JUDGE}
+
 #: One part of an interleaved prompt: text, or an image placed at that point.
 Part = Union[str, Image.Image]
 

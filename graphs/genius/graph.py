@@ -47,7 +47,7 @@ from PIL import Image
 
 from umni.artifacts import check_image_file
 from umni.graph import Graph, ImageFile, PromptPart, Ref
-from umni.roles import JUDGE, UNDERSTAND
+from umni.roles import CRITIC, UNDERSTAND
 
 from . import prompts as P
 from . import scoring
@@ -81,9 +81,14 @@ def build_case_graph(task: GeniusTask, o: GeniusOptions) -> Graph:
     image = g.generate(round_node(0, "image"), [*given, *plan_parts])
     rc = _add_round_judges(g, case, 0, image, o)
     for k in range(1, o.reflection_rounds + 1):
-        previous_rc = {f"rc{j}": ref.maybe() for j, ref in enumerate(rc)}
+        # The loop is steered by the critic role (default: the judge's backend), not by the scoring
+        # judge: its own Rule Compliance verdicts (same prompt and parser, so with the default
+        # binding they share the scoring judges' cache entries and cost no call) decide whether
+        # round k runs, so re-scoring with another judge replays the same rounds.
+        verdicts = _critic_verdicts(g, case, k - 1, image, o)
+        previous_rc = {f"rc{j}": ref.maybe() for j, ref in enumerate(verdicts)}
         if o.critic == "judge":
-            critique = g.respond(round_node(k - 1, "critique"), [image, P.judge_critique_prompt(case.rc_hint)], role=JUDGE)
+            critique = g.respond(round_node(k - 1, "critique"), [image, P.judge_critique_prompt(case.rc_hint)], role=CRITIC)
         else:
             critique = g.respond(round_node(k - 1, "critique"), [*given, image, P.self_critique_request()], role=UNDERSTAND)
         g.when(critique, needs_another_round, **previous_rc)
@@ -94,6 +99,15 @@ def build_case_graph(task: GeniusTask, o: GeniusOptions) -> Graph:
     if o.vqa_probe and len(task.probe_options) > 1:
         g.answer(PROBE_NODE, [*context, P.PROBE_QUESTION], task.probe_options, role=UNDERSTAND)
     return g
+
+
+def _critic_verdicts(g: Graph, case: GeniusCase, k: int, image: Ref, o: GeniusOptions) -> list[Ref]:
+    """The critic's Rule Compliance verdicts on round k, which gate round k + 1."""
+    prompt = P.rule_compliance_prompt(case.rc_hint)
+    return [
+        g.judge(round_node(k, f"critic/rc/{j}"), [image, prompt], parse_rule_compliance, repeat=j, role=CRITIC)
+        for j in range(o.judge_rounds)
+    ]
 
 
 def _add_round_judges(g: Graph, case: GeniusCase, k: int, image: Ref, o: GeniusOptions) -> list[Ref]:

@@ -53,3 +53,19 @@ def test_rejudge_refuses_a_protocol_without_a_judge(tmp_path, capsys):
     assert main(["run", "umnibench", "--model", "sim/umm", "--limit", "1", "--out", str(run), "--cache", str(tmp_path / "c"), "--quiet"]) == 0
     assert main(["rejudge", str(run), "--role", "judge=sim/umm"]) == 2
     assert "no judge" in capsys.readouterr().err
+
+
+def test_rejudge_of_a_genius_run_with_reflection_replays_its_rounds(tmp_path, capsys):
+    """The critic that steers reflection keeps the original judge's binding: re-scoring with another
+    judge re-scores every round that exists and needs no new generation (issue 10.4)."""
+    run, cache = tmp_path / "run", tmp_path / "cache"
+    args = ["run", "genius", "--model", "sim/umm", "--limit", "4", "--out", run, "--cache", cache, "--quiet",
+            "--option", "reflection_rounds=2", "--option", "critic=self"]
+    assert main([str(a) for a in args]) == 0
+    new = tmp_path / "rejudged"
+    assert main(["rejudge", str(run), "--role", "judge=sim/umm?skill=0.2", "--out", str(new)]) == 0, capsys.readouterr().err
+    summary = json.loads((new / "summary.json").read_text())
+    assert set(summary["this_invocation"]["calls"]) == {"judge"}
+    assert summary["counts"]["failed"] == 0 and summary["counts"]["blocked"] == 0
+    before = json.loads((run / "summary.json").read_text())["scores"]["reflection"]["rounds_run"]
+    assert summary["scores"]["reflection"]["rounds_run"] == before

@@ -205,7 +205,7 @@ def test_default_graph_is_the_official_evaluation():
     assert g.required_roles() == {"generate", "judge"}
     assert [g.nodes[f"round0/rc/{j}"].repeat for j in range(3)] == [0, 1, 2]
     # VC of a hint waits for both copy checks of that hint.
-    assert set(g.nodes["round0/vc1/2"].inputs) == {"pixels", "copy0", "copy1", "copy2"}
+    assert set(g.nodes["round0/vc1/2"].gate) == {"pixels", "copy0", "copy1", "copy2"}  # gate inputs, not keyed
     assert g.nodes["round0/vc1/copy/0"].prompt[0] == ImageFile(TASKS["visual_constraint/vc01"].case.vc_hints[1].reference.path)
     g.validate()
 
@@ -221,10 +221,12 @@ def test_reflection_unrolls_rounds_with_conditions():
     g = _build("implicit_pattern/2", reflection_rounds=2)
     for k in (1, 2):
         image = g.nodes[f"round{k}/image"]
-        assert image.when is not None and set(image.inputs) == {"rc0", "rc1", "rc2"}
-        assert {image.inputs[f"rc{j}"].node for j in range(3)} == {f"round{k - 1}/rc/{j}" for j in range(3)}
+        # gated (not keyed) on the critic's RC verdicts of the previous round (issue 10.3/10.4)
+        assert image.when is not None and set(image.gate) == {"rc0", "rc1", "rc2"} and not image.inputs
+        assert {image.gate[f"rc{j}"].node for j in range(3)} == {f"round{k - 1}/critic/rc/{j}" for j in range(3)}
+        assert {g.nodes[f"round{k - 1}/critic/rc/{j}"].role for j in range(3)} == {"critic"}
         assert Ref(f"round{k - 1}/image") in image.prompt and Ref(f"round{k - 1}/critique") in image.prompt
-        assert g.nodes[f"round{k - 1}/critique"].role == "judge"
+        assert g.nodes[f"round{k - 1}/critique"].role == "critic"
         assert f"round{k}/aq/2" in g.nodes
     assert "round2/critique" not in g.nodes
     assert _build("implicit_pattern/2", reflection_rounds=1, critic="self").nodes["round0/critique"].role == "understand"
