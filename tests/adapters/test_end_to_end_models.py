@@ -47,7 +47,7 @@ def test_umnibench_with_tiny_real_models(models, tmp_path):
     assert summary["backends"]["generate"]["revision"]  # a local folder is identified by its contents
 
     again = evaluate(request).summary
-    assert again["calls"] == {} and again["counts"]["cached"] == 12
+    assert again["this_invocation"]["calls"] == {} and again["counts"]["cached"] == 12
 
 
 def test_rambling_letter_answers_are_counted_as_invalid_not_wrong(models, tmp_path):
