@@ -191,8 +191,10 @@ def prepare(request: RunConfig, *, shared: dict[str, Any] | None = None) -> "Pre
     if cases:
         protocol.build(cases[0], options).validate(bindings.backends)
     needed: set[str] = set()
-    for case in cases[1:]:  # every case's roles, so a later task cannot stop the run halfway
-        needed |= protocol.build(case, options).required_roles()
+    for case in cases[1:]:  # every case's roles and code, so a later task cannot stop the run halfway
+        graph = protocol.build(case, options)
+        graph.validate()  # structure, and every callable fingerprintable (ConfigError naming the node)
+        needed |= graph.required_roles()
     unbound = {role for role in needed if role not in bindings}  # a derived role (critic) may borrow
     if unbound:
         raise ConfigError(

@@ -32,7 +32,7 @@ from tenacity.wait import wait_exponential_jitter
 from .artifacts import ImageRef, encode_for_store, fingerprint
 from .backends import Backend
 from .bindings import Bindings
-from .errors import BackendError, ConfigError, DegenerateOutput, InputError, InvalidAnswer, OutputFailure, ParseFailure, StorageError
+from .errors import BackendError, ConfigError, DegenerateOutput, UmniError, InputError, InvalidAnswer, OutputFailure, ParseFailure, StorageError
 from .events import EventLog
 from .graph import Graph, ImageFile, Node, Ref
 from .keys import node_key
@@ -267,6 +267,8 @@ class Runner:
             fault = _storage_fault(group)
             if fault is not None:
                 raise fault from None
+            if len(group.exceptions) == 1 and isinstance(group.exceptions[0], UmniError):
+                raise group.exceptions[0] from None  # e.g. a case graph that does not validate: one line
             raise
         return self.stats
 
