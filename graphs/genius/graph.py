@@ -34,8 +34,9 @@ the right option is the case's rc_hint, three distractors are other cases' rc_hi
 deterministically (see `prompts.probe_choices`). Its accuracy is reported apart from the generation
 scores, to separate knowing what to draw from drawing it.
 
-The parsers and the pixel check are module-level because their module and qualified names enter
-the judge and compute nodes' cache keys: moving or renaming them makes cached verdicts miss.
+The parsers and the pixel check are module-level so their code (umni.codeid: source, closure
+values, the globals they read) is what enters the judge and compute nodes' cache keys: editing them
+makes cached verdicts miss, while moving or reformatting them does not.
 """
 
 from __future__ import annotations
