@@ -52,6 +52,8 @@ _LIBRARY_ROOTS = tuple(
 )
 _GLOBAL_LOADS = frozenset({"LOAD_GLOBAL", "LOAD_NAME"})
 _SOURCE_MEMO: dict[types.CodeType, Any] = {}
+#: Classes of user code by their source dump (a class's source does not change within a process).
+_CLASS_MEMO: dict[type, Any] = {}
 
 
 class Unfingerprintable(Exception):
@@ -177,12 +179,13 @@ def _bytecode(code: types.CodeType) -> Any:
     }
 
 
-def _global_names(code: types.CodeType) -> set[str]:
+@functools.lru_cache(maxsize=4096)
+def _global_names(code: types.CodeType) -> frozenset[str]:
     names = {ins.argval for ins in dis.get_instructions(code) if ins.opname in _GLOBAL_LOADS and isinstance(ins.argval, str)}
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
             names |= _global_names(const)
-    return names
+    return frozenset(names)
 
 
 def _class(cls: type, *, depth: int, seen: set[int]) -> Any:
@@ -191,9 +194,12 @@ def _class(cls: type, *, depth: int, seen: set[int]) -> Any:
         return {"library_class": name, "version": _module_version(cls.__module__)}
     if id(cls) in seen or depth > MAX_DEPTH:
         return {"class_ref": name}
+    if cls in _CLASS_MEMO:
+        return _CLASS_MEMO[cls]
     try:
         source = textwrap.dedent(inspect.getsource(cls))
-        return {"class": name, "code": ast.dump(ast.parse(source), include_attributes=False)}
+        _CLASS_MEMO[cls] = {"class": name, "code": ast.dump(ast.parse(source), include_attributes=False)}
+        return _CLASS_MEMO[cls]
     except (OSError, TypeError, SyntaxError):
         methods = {k: _function(v, depth=depth + 1, seen=seen | {id(cls)}) for k, v in sorted(vars(cls).items()) if isinstance(v, types.FunctionType)}
         return {"class": name, "methods": methods}
@@ -258,6 +264,7 @@ def _value(value: Any, *, depth: int, seen: set[int], as_state: bool = False) ->
 
 
 # ----------------------------------------------------------------------------- libraries
+@functools.lru_cache(maxsize=1024)
 def _is_library(module: str | None) -> bool:
     if not module:
         return False
@@ -278,14 +285,8 @@ def _module_version(module: str) -> str | None:
         return _python()
     try:
         return metadata.version(top)
-    except metadata.PackageNotFoundError:
-        found = metadata.packages_distributions().get(top)
-        if found:
-            try:
-                return metadata.version(found[0])
-            except metadata.PackageNotFoundError:
-                return None
-        return None
+    except (metadata.PackageNotFoundError, ValueError):
+        return None  # user code, or a module with no distribution of its own name
 
 
 def _python() -> str:
