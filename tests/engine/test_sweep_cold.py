@@ -4,6 +4,7 @@ tie-break counter is shared by every runner of the pool, so the heap never compa
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from umni.cli import main
 
@@ -27,3 +28,24 @@ def test_cold_multi_protocol_sweep_with_shared_concurrency_finishes(tmp_path, ca
     assert (tmp_path / "out" / "leaderboard.md").exists()
     run_json = next((tmp_path / "out").glob("*/*/run.json"))
     assert json.loads(run_json.read_text())["config"]["max_attempts"] == 2  # sweeps can set retries
+
+
+def test_a_crashed_sweep_still_writes_the_leaderboard_of_what_finished(tmp_path, capsys):
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(
+        "protocols: [umnibench]\n"
+        'models: ["sim/umm", "sim/umm?skill=0.4"]\n'
+        "limit: 1\n"
+        f"out: {tmp_path / 'out'}\n"
+        f"cache: {tmp_path / 'cache'}\n"
+    )
+    assert main(["sweep", str(sweep)]) == 0
+    runs = json.loads((tmp_path / "out" / "sweep.json").read_text())["runs"]
+    broken = next(r for r in runs if "skill" in r["bindings"]["generate"])
+    (tmp_path / "out" / "leaderboard.md").unlink()
+    # the second run cannot write its report (a folder is in the way): the sweep stops with an error
+    (Path(broken["out"]) / "report.html").unlink()
+    (Path(broken["out"]) / "report.html").mkdir()
+    assert main(["sweep", str(sweep)]) != 0
+    board = (tmp_path / "out" / "leaderboard.md").read_text()
+    assert "sim/umm" in board and "skill=0.4" not in board
