@@ -69,3 +69,10 @@ def test_rejudge_of_a_genius_run_with_reflection_replays_its_rounds(tmp_path, ca
     assert summary["counts"]["failed"] == 0 and summary["counts"]["blocked"] == 0
     before = json.loads((run / "summary.json").read_text())["scores"]["reflection"]["rounds_run"]
     assert summary["scores"]["reflection"]["rounds_run"] == before
+
+
+def test_a_sweep_entry_is_validated_like_the_command_line(tmp_path, capsys):
+    sweep = tmp_path / "s.yaml"
+    sweep.write_text(f"protocols: [umnibench]\nmodels: [sim/umm]\nlimit: 0\nout: {tmp_path / 'out'}\n")
+    assert main(["sweep", str(sweep)]) == 2
+    assert "--limit must be at least 1" in capsys.readouterr().err
