@@ -116,8 +116,16 @@ def _check_manifest(out: Path, manifest: dict[str, Any]) -> str | None:
             store = RunStore(out / "run.db")
             try:
                 _check_run_db(out, store, manifest)
+                held = len(store.records())
             finally:
                 store.close()
+            limit = manifest.get("limit")
+            if limit is not None and held > limit:
+                raise InputError(
+                    f"run.db holds {held} cases; --limit {limit} would shrink it. Resume it with --limit {held} or more "
+                    "(or no --limit), or choose another --out",
+                    path=out,
+                )
         else:
             strays = sorted(p.name for p in out.iterdir() if p.name not in _OWN_FILES)
             if strays:

@@ -64,3 +64,12 @@ def test_replacing_a_case_image_is_a_new_case_set(tmp_path, capsys):
     Image.new("RGB", size, (1, 2, 3)).save(image)
     assert umni("run", "genius", "--model", "sim/umm", "--cases", cases, "--limit", 2, "--out", out, "--cache", cache, "--quiet") == 2
     assert "differs in: cases" in capsys.readouterr().err
+
+
+def test_without_run_json_a_limit_still_never_shrinks_run_db(tmp_path, capsys):
+    out, cache = tmp_path / "run", tmp_path / "c"
+    assert umni("run", "umnibench", "--model", "sim/umm", "--limit", 3, "--out", out, "--cache", cache, "--quiet") == 0
+    (out / "run.json").unlink()
+    assert umni("run", "umnibench", "--model", "sim/umm", "--limit", 1, "--out", out, "--cache", cache, "--quiet") == 2
+    assert "would shrink it" in capsys.readouterr().err
+    assert records(out) == 3
