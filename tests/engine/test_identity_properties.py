@@ -81,3 +81,25 @@ def test_keys_are_equal_exactly_when_everything_that_determines_the_work_is(a: d
 @given(a=specs)
 def test_equal_graphs_always_share_every_key(a: dict) -> None:
     assert keys_of(a) == keys_of(dict(a))
+
+
+@settings(max_examples=25, deadline=None)
+@given(a=specs, gate_a=st.integers(-5, 5), gate_b=st.integers(-5, 5), floor_a=st.integers(-20, -6), floor_b=st.integers(-20, -6))
+def test_a_gate_and_its_inputs_never_change_the_gated_nodes_key(a: dict, gate_a: int, gate_b: int, floor_a: int, floor_b: int) -> None:
+    """Gates are evaluated, not hashed: another gate value or condition that lets the node run is the same work."""
+
+    def gated_key(gate_value: int, floor: int) -> str:
+        with tempfile.TemporaryDirectory() as tmp:
+            g = Graph("case")
+            img = g.generate("img", [a["text"]])
+            gate = g.compute("gate", lambda: gate_value)
+            f = g.compute("f", FACTORIES[a["code"]](a["closure"]), const={"k": a["const"]}, im=img)
+            g.when(f, lambda flag, **_: flag > floor, flag=gate)
+            events = EventLog(Path(tmp) / "events.jsonl")
+            runner = Runner(Bindings({"generate": ScriptedBackend(a["backend"])}), Cache(Path(tmp) / "cache"), events=events)
+            anyio.run(runner.run_graph, g)
+            events.close()
+            lines = [json.loads(line) for line in (Path(tmp) / "events.jsonl").read_text().splitlines()]
+        return next(e["key"] for e in lines if e.get("node") == "f" and "key" in e)
+
+    assert gated_key(gate_a, floor_a) == gated_key(gate_b, floor_b)
