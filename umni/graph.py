@@ -203,9 +203,11 @@ class Graph:
     ) -> Ref:
         """Plain Python over other nodes' outputs (images arrive as PIL images): output {"value"}.
 
-        `const` holds fixed JSON-able arguments (an expected answer, a threshold): they are passed
-        to `fn` and enter the cache key, unlike values a closure captures. Bump `version` when `fn`
-        changes what it returns, so cached values are not reused.
+        `const` holds fixed JSON-able arguments (an expected answer, a threshold), passed to `fn`.
+        The key covers `fn`'s code, closure values, defaults and the globals it reads (umni.codeid),
+        so an edited function or another captured value is other work; `version` remains for
+        changes the fingerprint cannot see (a helper reached through a module attribute, data read
+        from a file). An input may not be named `version`, `when` or `const`: use `compute_with`.
         """
         for keyword, value in (("version", version), ("when", when), ("const", const)):
             if isinstance(value, Ref):
@@ -214,9 +216,6 @@ class Graph:
                     f"keyword; pass the inputs as a mapping with g.compute_with('{id}', fn, {{'{keyword}': ...}})"
                 )
         return self.compute_with(id, fn, inputs, version=version, when=when, const=const)
-
-    #: compute() keywords of its own; an input of one of these names would be taken for the keyword
-    COMPUTE_KEYWORDS = frozenset({"id", "fn", "version", "when", "const"})
 
     def compute_with(
         self,
