@@ -335,8 +335,9 @@ class Runner:
         except StorageError:
             raise
         except Exception as exc:  # a bug met while preparing this node: this node's failure only
-            if nid not in run.outcomes:
-                self._finish(run, Outcome(nid, "failed", failure=Failure("internal", f"{type(exc).__name__}: {exc}")))
+            if nid in run.outcomes:  # raised after the node finished (recording its case): not the node's
+                raise
+            self._finish(run, Outcome(nid, "failed", failure=Failure("internal", f"{type(exc).__name__}: {exc}")))
 
     def _start_node(self, run: _CaseRun, nid: str) -> None:
         node = run.graph.nodes[nid]
