@@ -1,2 +1,51 @@
-"""umni: evaluate unified multimodal models as async graphs."""
+"""umni: evaluate unified multimodal models as async graphs.
+
+The names most users need are importable from here (`from umni import evaluate, RunConfig, Graph`);
+they load on first use, so `import umni` (and the CLI's start-up) stays light.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
+
+#: Public name -> module that defines it.
+_EXPORTS = {
+    "evaluate": "umni.evaluation",
+    "evaluate_async": "umni.evaluation",
+    "RunResult": "umni.evaluation",
+    "RunConfig": "umni.config",
+    "Graph": "umni.graph",
+    "Ref": "umni.graph",
+    "ImageFile": "umni.graph",
+    "Runner": "umni.runner",
+    "Bindings": "umni.bindings",
+    "Cache": "umni.store",
+    "Outcome": "umni.outcomes",
+}
+
+__all__ = ["__version__", *_EXPORTS]
+
+if TYPE_CHECKING:
+    from .bindings import Bindings
+    from .config import RunConfig
+    from .evaluation import RunResult, evaluate, evaluate_async
+    from .graph import Graph, ImageFile, Ref
+    from .outcomes import Outcome
+    from .runner import Runner
+    from .store import Cache
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'umni' has no attribute '{name}'")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
