@@ -8,13 +8,10 @@ different command is refused rather than mixed in.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import time
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -37,7 +34,7 @@ from .pricing import default_price_file, estimate, load_prices
 from .protocol import CaseSet, Protocol, get_protocol
 from .runner import CaseJob, LanePool, Runner
 from .store import Cache, RunStore
-from .storage import storage_guard
+from .storage import exclusive_folder, storage_guard
 from .transcript import case_transcript
 
 
@@ -77,19 +74,6 @@ def _referenced_files(protocol: Protocol[Any], cases: list[Any], options: Any) -
                 if isinstance(part, ImageFile) and Path(part.path).is_file():
                     found.add(Path(part.path))
     return found
-
-
-@contextmanager
-def _locked(out: Path) -> Iterator[None]:
-    with storage_guard(out):  # --out that is a file, or on a read-only or full disk: one line, exit 1
-        out.mkdir(parents=True, exist_ok=True)
-        handle = open(out / ".lock", "w")
-    with handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise InputError("another umni process is using this run directory; wait for it or pick another --out", path=out) from None
-        yield
 
 
 #: What identifies the run a directory holds; a resume must match all of it (limit is checked apart).
@@ -257,7 +241,7 @@ async def evaluate_async(
     }
     if lineage:
         manifest["lineage"] = lineage
-    with _locked(out):
+    with exclusive_folder(out, ".lock", "another umni process is using this run directory; wait for it or pick another --out"):
         extended = _check_manifest(out, manifest)
         mark_incomplete(out)  # removed only once results, summary and report are all written
         own_cache = cache is None

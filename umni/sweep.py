@@ -21,11 +21,8 @@ Re-running a sweep file resumes every run; adding a model runs only the new work
 
 from __future__ import annotations
 
-import fcntl
 import itertools
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +37,7 @@ from .config import RunConfig, build_config
 from .evaluation import RunResult, default_cache_dir, evaluate_async, prepare
 from .leaderboard import build_tables, write_leaderboard
 from .runner import LanePool
-from .storage import storage_guard
+from .storage import exclusive_folder
 from .store import Cache
 
 
@@ -119,20 +116,6 @@ def expand(sweep: SweepFile) -> list[RunConfig]:
     return requests
 
 
-@contextmanager
-def _sweep_lock(out: Path) -> Iterator[None]:
-    """One sweep process per sweep folder: a second one is refused with a message, not a traceback."""
-    with storage_guard(out):
-        out.mkdir(parents=True, exist_ok=True)
-        handle = open(out / ".sweep.lock", "w")
-    with handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise InputError("another umni sweep is running into this folder; wait for it to finish", path=out) from None
-        yield
-
-
 def _first_umni_error(group: BaseExceptionGroup) -> UmniError | None:
     """The error to report when runs of a sweep fail together: the first umni error, which the CLI
     prints as one line (a storage fault first, as it explains the others)."""
@@ -168,7 +151,7 @@ async def _run_all(sweep: SweepFile, requests: list[RunConfig], prepared: list[A
         results[index] = await evaluate_async(requests[index], prepared[index], lanes=lanes, cache=cache, close_backends=False)
 
     try:
-        with _sweep_lock(sweep.out):
+        with exclusive_folder(sweep.out, ".sweep.lock", "another umni sweep is running into this folder; wait for it to finish"):
             try:
                 async with anyio.create_task_group() as tg:
                     for index in range(len(requests)):
