@@ -30,7 +30,6 @@ def test_run_reports_usage_and_cost(tmp_path):
                  "--prices", str(prices), "--quiet"]) == 0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["usage"]["generate"]["images_out"] == 2 and summary["usage"]["understand"]["calls"] == 18
-    assert summary["wall_seconds"] >= 0
     # generate: 2 calls + 2 images; edit: 4 calls + 4 images; understand: 18 calls
     assert summary["cost"]["total"] == pytest.approx(2 * 1.5 + 4 * 1.5 + 18 * 0.5)
 

@@ -35,7 +35,7 @@ def test_run_writes_summary_results_events_and_report(first_run):
     assert set(scores["stages"]) == {"generation", "interaction", "counterfactual"}
     assert list(scores["questions"]) == [f"Q{i}" for i in range(1, 10)]
     assert len(scores["domains"]) == 13
-    assert 0 <= scores["overall"] <= 100
+    assert scores["overall"] == 81.6239  # sim/umm on the bundled cases; deterministic
     lines = (out / "results.jsonl").read_text().splitlines()
     assert len(lines) == cases
     record = json.loads(lines[0])
