@@ -31,10 +31,10 @@ def test_two_runs_sharing_a_cache_both_finish_uncorrupted(tmp_path):
     store = Cache(cache)
     try:
         assert store.integrity_errors() == []
-        keys = store.db.execute("SELECT count(*), count(DISTINCT key) FROM results").fetchone()
+        (rows,) = store.db.execute("SELECT count(*) FROM results").fetchone()
     finally:
         store.close()
-    assert keys[0] == keys[1] == LIMIT * 12  # each node once, whichever process computed it
+    assert rows == LIMIT * 12  # every node stored, whichever process computed it (the key is the primary key)
 
     first, second = (read_results(out) for out in outs)
     assert first == second
