@@ -36,13 +36,13 @@ import json
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import anyio
 from PIL import Image
+from pydantic import Field
 
-from umni.backends import Backend
+from umni.backends import Backend, BackendParams
 from umni.errors import BackendError, ConfigError
 from umni.roles import (
     EDIT,
@@ -67,7 +67,6 @@ from .sim_words import NOT_THINGS, content_stems, stem, tokenize
 SIM_REVISION = "1"
 MODEL_NAME = "umm"
 
-_SPEC_PARAMS = ("latency", "error_rate", "skill", "seed")
 #: Words of judge prompts and checklist items that say how to judge rather than what to look for.
 _JUDGE_WORDS = frozenset(
     content_stems(tokenize(
@@ -89,52 +88,15 @@ _INSTRUCTION_HEADS = frozenset({
 })
 
 
-@dataclass(frozen=True)
-class SimSettings:
-    """Validated spec parameters."""
+class SimParams(BackendParams):
+    """sim/umm's spec parameters (validated by pydantic; errors name the parameter)."""
 
-    latency: float = 0.0
-    error_rate: float = 0.0
-    skill: float = 1.0
+    operational: ClassVar[frozenset[str]] = BackendParams.operational | {"latency", "error_rate"}
+
+    latency: float = Field(0.0, ge=0, allow_inf_nan=False, description="seconds each call waits")
+    error_rate: float = Field(0.0, ge=0, le=1, description="the share of calls that fail with a retryable error")
+    skill: float = Field(1.0, ge=0, le=1, description="how often sim reads the image instead of guessing")
     seed: int = 0
-
-
-def parse_settings(spec: Spec) -> SimSettings:
-    """Convert and check the spec's parameters, naming the bad one and what would work."""
-    options = spec.options
-    unknown = sorted(set(options) - set(_SPEC_PARAMS) - set(Backend.operational_params))
-    if unknown:
-        raise ConfigError(
-            f"backend spec '{spec}': unknown parameter(s) {', '.join(unknown)}; sim/umm takes "
-            f"{', '.join(_SPEC_PARAMS)} (and the engine's {', '.join(sorted(Backend.operational_params))})",
-            field=unknown[0],
-        )
-
-    def number(key: str, default: float, low: float, high: float | None, meaning: str) -> float:
-        raw = options.get(key)
-        if raw is None:
-            return default
-        try:
-            value = float(raw)
-        except ValueError:
-            value = math.nan
-        if not math.isfinite(value) or value < low or (high is not None and value > high):
-            bound = f"between {low:g} and {high:g}" if high is not None else f"a number >= {low:g}"
-            raise ConfigError(f"backend spec '{spec}': {key}={raw!r} must be {bound} ({meaning})", field=key)
-        return value
-
-    latency = number("latency", 0.0, 0.0, None, "seconds each call waits")
-    error_rate = number("error_rate", 0.0, 0.0, 1.0, "the share of calls that fail with a retryable error")
-    skill = number("skill", 1.0, 0.0, 1.0, "how often sim reads the image instead of guessing")
-    raw_seed = options.get("seed", "0")
-    try:
-        seed = int(raw_seed)
-    except ValueError:
-        raise ConfigError(f"backend spec '{spec}': seed={raw_seed!r} must be an integer", field="seed") from None
-    concurrency = options.get("concurrency")
-    if concurrency is not None and (not concurrency.isdigit() or int(concurrency) < 1):
-        raise ConfigError(f"backend spec '{spec}': concurrency={concurrency!r} must be a positive integer", field="concurrency")
-    return SimSettings(latency=latency, error_rate=error_rate, skill=skill, seed=seed)
 
 
 def _unit(*parts: object) -> float:
@@ -263,8 +225,8 @@ class SimBackend(Backend):
 
     provider = "sim"
     roles = frozenset({UNDERSTAND, GENERATE, EDIT, JUDGE})
-    operational_params = Backend.operational_params | frozenset({"latency", "error_rate"})
     default_concurrency = 16
+    Params = SimParams
 
     def __init__(self, spec: Spec) -> None:
         super().__init__(spec)
@@ -273,7 +235,7 @@ class SimBackend(Backend):
                 f"backend spec '{spec}': sim/{MODEL_NAME} is the only sim model (got sim/{spec.name}); "
                 f"use sim/{MODEL_NAME}?skill=0.8&seed=1 and similar to vary it"
             )
-        self.settings = parse_settings(spec)
+        self.settings: SimParams = self.params
         self._attempts: dict[bytes, int] = {}
 
     def identity(self) -> dict[str, Any]:

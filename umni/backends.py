@@ -10,13 +10,59 @@ from __future__ import annotations
 import hashlib
 import json
 from importlib.metadata import entry_points
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import anyio
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    NonNegativeInt,
+    PositiveFloat,
+    PositiveInt,
+    ValidationError,
+)
 
 from .errors import ConfigError
 from .roles import ALL_ROLES
 from .spec import Spec
+
+
+class BackendParams(BaseModel):
+    """A backend's spec parameters as a typed model: conversion and error messages come from pydantic.
+
+    Every backend takes these engine parameters; a backend declares its own parameters by
+    subclassing this model (``class Params(BackendParams): steps: PositiveInt | None = None``) and
+    setting it as ``Backend.Params``. Parameters that do not change outputs are listed in
+    ``operational`` so that changing them keeps the cache.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    #: Parameters left out of the backend identity.
+    operational: ClassVar[frozenset[str]] = frozenset({"concurrency", "timeout", "batch_size", "max_retries"})
+
+    concurrency: PositiveInt | None = None
+    timeout: PositiveFloat | None = None
+    batch_size: PositiveInt | None = None
+    max_retries: NonNegativeInt | None = None
+
+
+P = TypeVar("P", bound=BackendParams)
+
+
+def parse_params(model: type[P], spec: Spec) -> P:
+    """Validate a spec's parameters; the error names the spec, the parameter and what it takes."""
+    try:
+        return model.model_validate(spec.options)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        name = str(error["loc"][0]) if error["loc"] else ""
+        if error["type"] == "extra_forbidden":
+            known = ", ".join(sorted(model.model_fields))
+            message = f"unknown parameter '{name}'; {spec.provider}/ takes {known}"
+        else:
+            message = f"{name}={spec.options.get(name)!r}: {error['msg'].lower()}"
+        raise ConfigError(f"backend spec '{spec}': {message}", field=name or None) from None
 
 
 class Backend:
@@ -29,11 +75,19 @@ class Backend:
 
     provider: ClassVar[str] = ""
     roles: ClassVar[frozenset[str]] = frozenset()
-    operational_params: ClassVar[frozenset[str]] = frozenset({"concurrency", "timeout", "batch_size", "max_retries"})
+    operational_params: ClassVar[frozenset[str]] = BackendParams.operational
     default_concurrency: ClassVar[int] = 4
+    #: The spec's parameter model; ``None`` leaves parsing to the subclass (older plugins).
+    Params: ClassVar[type[BackendParams] | None] = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.Params is not None:
+            cls.operational_params = cls.Params.operational
 
     def __init__(self, spec: Spec) -> None:
         self.spec = spec
+        self.params: Any = parse_params(self.Params, spec) if self.Params is not None else None
         self._started = False
         self._start_lock: anyio.Lock | None = None
 
