@@ -400,10 +400,15 @@ def labelled_images(images: Sequence[T], label: str = "Input image <image{n}>:")
 
 @dataclass(frozen=True)
 class ChecklistVerdict:
-    """A parsed DCE judgement: one Y (True) / N (False) per checklist item, with reasons."""
+    """A parsed DCE judgement: one Y (True) / N (False) per checklist item, with reasons.
+
+    ``from_prose`` says the JSON object had to be dug out of surrounding prose, which the official
+    pipeline does not do (it reads the reply as one JSON object or Python literal).
+    """
 
     answers: tuple[bool, ...]
     reasons: tuple[str, ...] = ()
+    from_prose: bool = False
 
     @property
     def yes(self) -> int:
@@ -414,9 +419,13 @@ class ChecklistVerdict:
         return tuple("Y" if a else "N" for a in self.answers)
 
 
-_YES = {"y", "yes"}
-_NO = {"n", "no"}
+#: The answers the official scorer counts as Y (compared as exact strings; "Y." or "yEs" are not Y).
+OFFICIAL_YES = frozenset({"Y", "y", "yes", "Yes", "YES"})
+#: The answers umni reads as N. Any other answer (officially an N) is re-asked, then counted as an
+#: evaluation failure, so a garbled judgement never becomes a silent fail.
+EXACT_NO = frozenset({"N", "n", "no", "No", "NO"})
 _FENCE = re.compile(r"```[A-Za-z0-9_-]*\s*\n?(.*?)```", re.DOTALL)
+_WHOLE_FENCE = re.compile(r"\A\s*```[A-Za-z0-9_-]*\s*\n?(.*?)```\s*\Z", re.DOTALL)
 #: Python-literal fallback is only tried on a span this short (bounds parse time on hostile input).
 _LITERAL_LIMIT = 20_000
 
@@ -425,15 +434,17 @@ def parse_judge_reply(reply: str, n_items: int) -> ChecklistVerdict:
     """Read a DCE judge reply; raise `ParseFailure` (an evaluation failure) if it is not usable.
 
     Finds the JSON object carrying ``answer_list`` anywhere in the reply (inside a code fence or
-    surrounded by prose). If no JSON object parses, the span from the first ``{`` to the last ``}``
-    is read with `ast.literal_eval` (literals only, nothing is executed; the official scorer calls
-    `eval` here). Answers must be Y/N (any case, ``yes``/``no`` and JSON booleans accepted) and
-    exactly one per item. The official scorer counts any non-Y answer as N; we fail instead, so a
-    garbled judgement is never scored.
+    surrounded by prose; the latter is flagged ``from_prose``, a listed deviation). If no JSON object
+    parses, the span from the first ``{`` to the last ``}`` is read with `ast.literal_eval` (literals
+    only, nothing is executed; the official pipeline calls `eval` here). Each answer must be one of
+    the exact strings the official scorer counts as Y (`OFFICIAL_YES`) or their N counterparts
+    (`EXACT_NO`), one per item. The official scorer counts any other answer ("Y.", "yEs", JSON
+    ``true``) as N; we fail instead, so the judge is asked again and a garbled judgement is never scored.
     """
-    obj = _find_answer_object(reply)
-    if obj is None:
+    found = _find_answer_object(reply)
+    if found is None:
         raise ParseFailure("no JSON object with an 'answer_list' in the judge reply", raw=reply)
+    obj, whole = found
     answers = obj.get("answer_list")
     if not isinstance(answers, list):
         raise ParseFailure(f"'answer_list' must be a list, got {type(answers).__name__}", raw=reply)
@@ -441,22 +452,57 @@ def parse_judge_reply(reply: str, n_items: int) -> ChecklistVerdict:
         raise ParseFailure(f"the judge gave {len(answers)} answers for {n_items} checklist items", raw=reply)
     parsed: list[bool] = []
     for i, answer in enumerate(answers, start=1):
-        if isinstance(answer, bool):
-            parsed.append(answer)
-            continue
-        word = answer.strip().strip(".!").lower() if isinstance(answer, str) else None
-        if word in _YES:
+        if isinstance(answer, str) and answer in OFFICIAL_YES:
             parsed.append(True)
-        elif word in _NO:
+        elif isinstance(answer, str) and answer in EXACT_NO:
             parsed.append(False)
         else:
-            raise ParseFailure(f"answer {i} is {answer!r}, not Y or N", raw=reply)
+            raise ParseFailure(f"answer {i} is {answer!r}, not one of Y, N, yes, no (the official scorer reads it as N)", raw=reply)
     reasons = obj.get("reason_list")
     reason_texts = tuple(str(r) for r in reasons) if isinstance(reasons, list) else ()
-    return ChecklistVerdict(answers=tuple(parsed), reasons=reason_texts)
+    return ChecklistVerdict(answers=tuple(parsed), reasons=reason_texts, from_prose=not whole)
 
 
-def _find_answer_object(reply: str) -> dict | None:
+def official_answers(reply: str, n_items: int) -> tuple[bool, ...] | None:
+    """The reply as the official pipeline reads it: the whole reply (or one code fence around it) as a
+    JSON object or Python literal; every answer that is not exactly an `OFFICIAL_YES` string is N.
+    ``None`` where the official scorer records an evaluation failure (nothing parses, no list, or the
+    wrong number of answers)."""
+    value = _whole_answer_object(reply)
+    answers = value.get("answer_list") if value is not None else None
+    if not isinstance(answers, list) or len(answers) != n_items:
+        return None
+    return tuple(isinstance(a, str) and a in OFFICIAL_YES for a in answers)
+
+
+def _whole_answer_object(reply: str) -> dict | None:
+    """The reply read whole (inside one code fence at most), if that gives an object with an answer list."""
+    text = reply.strip()
+    fenced = _WHOLE_FENCE.match(text)
+    if fenced:
+        text = fenced.group(1).strip()
+    value = _literal(text)
+    return value if isinstance(value, dict) and "answer_list" in value else None
+
+
+def _literal(text: str) -> object:
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    if len(text) > _LITERAL_LIMIT:
+        return None
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
+
+
+def _find_answer_object(reply: str) -> tuple[dict, bool] | None:
+    """The object with an ``answer_list`` and whether it was the whole reply (bar one code fence)."""
+    whole = _whole_answer_object(reply)
+    if whole is not None:
+        return whole, True
     candidates = [m.group(1) for m in _FENCE.finditer(reply)] + [reply]
     decoder = json.JSONDecoder()
     for text in candidates:
@@ -466,7 +512,7 @@ def _find_answer_object(reply: str) -> dict | None:
             except json.JSONDecodeError:
                 continue
             if isinstance(value, dict) and "answer_list" in value:
-                return value
+                return value, False
     for text in candidates:
         start, end = text.find("{"), text.rfind("}")
         if start < 0 or end <= start or end - start > _LITERAL_LIMIT:
@@ -476,7 +522,7 @@ def _find_answer_object(reply: str) -> dict | None:
         except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
             continue
         if isinstance(value, dict) and "answer_list" in value:
-            return value
+            return value, False
     return None
 
 

@@ -39,6 +39,7 @@ from umni.roles import EDIT, GENERATE, JUDGE, ROLE_INTERFACE, UNDERSTAND, Unders
 from . import prompts as P
 from . import scoring
 from .cases import DOMAIN_GROUPS, REASONING_TYPES, TASKS, AegisCase, load_cases, resolve_image_path
+from .deviations import deviations
 from .prompts import ChecklistVerdict
 
 #: Roles whose backends promise free-text replies, so they can write a plan or a rewrite.
@@ -110,7 +111,7 @@ def _checklist_parser(n_items: int) -> Callable[[str], dict[str, list[str]]]:
 
     def parse_checklist(text: str) -> dict[str, list[str]]:
         verdict = P.parse_judge_reply(text, n_items)
-        return {"answers": list(verdict.letters), "reasons": list(verdict.reasons)}
+        return {"answers": list(verdict.letters), "reasons": list(verdict.reasons), "from_prose": verdict.from_prose}
 
     return parse_checklist
 
@@ -364,6 +365,8 @@ class Aegis(Protocol[AegisCase]):
             "status": status,
             "score": score,
             "detail": detail,
+            "official": _official_reading(status, judge, len(case.checklist)),
+            "judge_from_prose": bool(status == "scored" and judge is not None and judge.value.get("from_prose")),
             "judge_attempts": _judge_attempts(judge),
             "nodes": node_status(outcomes),
         }
@@ -375,6 +378,7 @@ class Aegis(Protocol[AegisCase]):
             for r in records
         ]
         s = scoring.summarize(results)
+        official = scoring.summarize(_official_result(r) for r in records)
         groups = tuple(DOMAIN_GROUPS)
 
         def row(by_group: dict[str, scoring.GroupStats], total: scoring.GroupStats) -> dict[str, Any]:
@@ -395,6 +399,16 @@ class Aegis(Protocol[AegisCase]):
             "by_domain_group": {k: _stats(v) for k, v in s.by_domain_group.items()},
             "by_category": {k: _stats(v) for k, v in s.by_category.items()},
             "by_reasoning_type": {k: _stats(v) for k, v in s.by_reasoning_type.items()},
+            "by_task_and_category": {
+                task: {key.split("/", 1)[1]: _stats(v) for key, v in s.by_task_and_category.items() if key.startswith(f"{task}/")}
+                for task in s.by_task
+            },
+            "official_equivalent": {
+                "overall": _pct(official.overall.mean),
+                "by_task": {k: _pct(v.mean) for k, v in official.by_task.items()},
+                "cases": _counts(official.overall),
+            },
+            "deviations": deviations(records, s, official),
             "cases": {"total": len(records), **_counts(s.overall)},
             "inference_failed_ids": s.inference_failed_ids,
             "evaluation_failed_ids": s.evaluation_failed_ids,
@@ -519,6 +533,28 @@ def _classify(outcomes: dict[str, Outcome]) -> tuple[scoring.Status, str]:
     prep = [(nid, o) for nid, o in sorted(outcomes.items()) if nid.startswith(JUDGE_SIDE) and o.failure is not None]
     reason = f"{prep[0][0]}: {prep[0][1].failure.message}" if prep and prep[0][1].failure else judge.status
     return "evaluation_failure", f"the judge's input could not be prepared ({reason})"
+
+
+def _official_reading(status: scoring.Status, judge: Outcome | None, n_items: int) -> dict[str, Any]:
+    """What the official scorer makes of the judge reply umni kept (or last saw, when it failed)."""
+    if status == "inference_failure":
+        return {"status": "inference_failure", "score": None}
+    reply = None
+    if judge is not None and judge.ok and judge.output:
+        reply = judge.output.get("text")
+    elif judge is not None and judge.failure is not None:
+        reply = judge.failure.raw
+    answers = P.official_answers(reply, n_items) if isinstance(reply, str) else None
+    if answers is None:
+        return {"status": "evaluation_failure", "score": None}
+    return {"status": "scored", "score": sum(answers) / len(answers) if answers else None}
+
+
+def _official_result(record: dict[str, Any]) -> scoring.CaseResult:
+    """The case as the official scorer would count it; records written before this reading existed keep
+    umni's own status and score."""
+    official = record.get("official") or {"status": record["status"], "score": record["score"]}
+    return scoring.CaseResult(record["id"], record["task"], record["category"], record["reasoning_type"], official["status"], official["score"])
 
 
 def _judge_attempts(judge: Outcome | None) -> int | None:

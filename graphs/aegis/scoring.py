@@ -13,8 +13,11 @@ Official behaviour (DongSky/AEGIS `eval_score/*.py`, restated in protocols.md §
 
 Where umni differs, on purpose:
 
-* a judge answer other than Y/N is an evaluation failure (`prompts.parse_judge_reply` raises), where
-  the official scorer counts it as N;
+* a judge answer that is not exactly one of the official Y strings or their N counterparts is out of
+  format (`prompts.parse_judge_reply` raises; the engine asks again, then records an evaluation
+  failure), where the official scorer counts it as N; a JSON object found inside prose is read where
+  the official pipeline fails the case (see `deviations`; the summary's ``official_equivalent`` gives
+  the official figure beside umni's);
 * a case that failed inference is counted as an inference failure even when a judgement exists for it
   (the official understanding scorer checks for a missing judgement first); the judge is not called
   for such cases anyway;
@@ -104,13 +107,14 @@ class GroupStats(BaseModel):
 
 class AegisSummary(BaseModel):
     """The paper's tables. Keys: task names, category names, domain group names ("STEM",
-    "Humanities", "Daily life"), reasoning types, and "task/group" for Table 3's cells."""
+    "Humanities", "Daily life"), reasoning types, "task/group" for Table 3's cells and "task/category"."""
 
     overall: GroupStats
     by_task: dict[str, GroupStats]
     by_category: dict[str, GroupStats]
     by_domain_group: dict[str, GroupStats]
     by_task_and_group: dict[str, GroupStats]
+    by_task_and_category: dict[str, GroupStats]
     by_reasoning_type: dict[str, GroupStats]
     inference_failed_ids: list[int]
     evaluation_failed_ids: list[int]
@@ -154,6 +158,7 @@ def summarize(results: Iterable[CaseResult]) -> AegisSummary:
         by_category=table(lambda r: r.category, categories),
         by_domain_group=table(lambda r: r.domain_group, DOMAIN_GROUPS),
         by_task_and_group=table(lambda r: f"{r.task}/{r.domain_group}", cells),
+        by_task_and_category=table(lambda r: f"{r.task}/{r.category}", [f"{t}/{c}" for t in TASKS for c in categories]),
         by_reasoning_type=table(lambda r: r.reasoning_type, REASONING_TYPES),
         inference_failed_ids=sorted(r.case_id for r in results if r.status == "inference_failure"),
         evaluation_failed_ids=sorted(r.case_id for r in results if r.status == "evaluation_failure"),

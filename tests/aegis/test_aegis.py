@@ -10,16 +10,22 @@ from pathlib import Path
 
 import pytest
 from PIL import Image
-
-from umni.errors import InputError, InputErrors, ParseFailure
 from umni_cases import bundled
 from umni_graphs.aegis import cases as C
 from umni_graphs.aegis import prompts as P
 from umni_graphs.aegis import scoring as S
 
-REAL = Path("/work/shared/data/aegis/annotation.json")
+from tests.support.shared_data import SHARED_DATA, shared_data
+from umni.errors import InputError, InputErrors, ParseFailure
+
+REAL = SHARED_DATA / "aegis" / "annotation.json"
 BUNDLED = bundled("aegis") / "annotation.json"
-needs_real = pytest.mark.skipif(not REAL.is_file(), reason="the real AEGIS annotation file is not on this machine")
+needs_real = pytest.mark.usefixtures("real_annotation")
+
+
+@pytest.fixture
+def real_annotation() -> Path:
+    return shared_data("aegis", "annotation.json")  # fails, never skips, when the real file is absent
 
 
 class Img:
@@ -343,11 +349,12 @@ def test_parser_plain_fenced_and_prose():
     assert verdict.answers == (True, False, True) and verdict.reasons == ("a", "b", "c") and verdict.letters == ("Y", "N", "Y")
     fenced = 'Here is my grading.\n```json\n{"answer_list": ["yes", "No", "y"],\n "reason_list": []}\n```\nDone.'
     assert P.parse_judge_reply(fenced, 3).answers == (True, False, True)
-    prose = 'I looked at {the image}. Result: {"note": 1} {"answer_list": ["N", "Y."]} hope that helps'
-    assert P.parse_judge_reply(prose, 2).answers == (False, True)
+    prose = 'I looked at {the image}. Result: {"note": 1} {"answer_list": ["N", "Y"]} hope that helps'
+    assert P.parse_judge_reply(prose, 2).answers == (False, True) and P.parse_judge_reply(prose, 2).from_prose
     python_style = "{'answer_list': ['Y', 'N'], 'reason_list': [\"it's there\", 'missing']}"
     assert P.parse_judge_reply(python_style, 2).reasons == ("it's there", "missing")
-    assert P.parse_judge_reply('{"answer_list": [true, false]}', 2).answers == (True, False)
+    with pytest.raises(ParseFailure, match="answer 1"):  # officially N: JSON booleans are not the Y strings
+        P.parse_judge_reply('{"answer_list": [true, false]}', 2)
 
 
 @pytest.mark.parametrize(

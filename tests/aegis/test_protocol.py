@@ -12,7 +12,12 @@ from pathlib import Path
 import anyio
 import pytest
 from PIL import Image
+from umni_cases import bundled
+from umni_graphs.aegis import PROTOCOL
+from umni_graphs.aegis import prompts as P
+from umni_graphs.aegis.cases import DOMAIN_GROUPS, TASKS
 
+from tests.support.shared_data import SHARED_DATA, shared_data
 from umni.backends import Backend
 from umni.bindings import Bindings
 from umni.cli import main as cli_main
@@ -23,13 +28,9 @@ from umni.roles import MODEL_ROLES, ImageReply, TextReply
 from umni.runner import RetryPolicy, Runner
 from umni.spec import Spec
 from umni.store import Cache
-from umni_cases import bundled
-from umni_graphs.aegis import PROTOCOL
-from umni_graphs.aegis import prompts as P
-from umni_graphs.aegis.cases import DOMAIN_GROUPS, TASKS
 
 BUNDLED = bundled("aegis") / "annotation.json"
-REAL = Path("/work/shared/data/aegis/annotation.json")
+REAL = SHARED_DATA / "aegis" / "annotation.json"
 NO_RETRY = RetryPolicy(max_attempts=1, initial_wait=0, max_wait=0, jitter=0)
 
 
@@ -379,8 +380,8 @@ def test_missing_input_image_skips_the_case(tmp_path):
     assert result.summary["scores"]["cases"]["total"] == 7
 
 
-@pytest.mark.skipif(not REAL.is_file(), reason="the real AEGIS annotation file is not on this machine")
 def test_real_file_loads_with_notes_and_skips_cases_without_images(capsys):
+    shared_data("aegis", "annotation.json")
     loaded = PROTOCOL.load(REAL, options())
     raw = json.loads(REAL.read_text())
     with_images = {str(r["id"]) for r in raw if r["input_image"] or r["ref_image"]}
