@@ -83,7 +83,8 @@ def encode_png(image: Image.Image) -> bytes:
     stored = as_stored(image)
     info = PngImagePlugin.PngInfo()
     for key, value in sorted(stored.info.items()):
-        info.add_text(key, value)
+        if isinstance(key, str) and isinstance(value, (str, bytes)):  # as_stored keeps only text chunks
+            info.add_text(key, value)
     buffer = io.BytesIO()
     stored.save(buffer, format="PNG", pnginfo=info, compress_level=1)
     return buffer.getvalue()

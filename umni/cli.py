@@ -11,7 +11,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from .errors import InputError, UmniError
 from .secrets import scrub
@@ -22,7 +22,7 @@ EXIT_FAILURES = 3
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # argparse exits 2 on usage errors; keep that, say it plainly
+    def error(self, message: str) -> NoReturn:  # argparse exits 2 on usage errors; keep that, say it plainly
         self.print_usage(sys.stderr)
         print(f"umni: {message}", file=sys.stderr)
         raise SystemExit(EXIT_INPUT)

@@ -155,6 +155,7 @@ def _source_dump(fn: types.FunctionType) -> str | None:
             tree = ast.parse("(\n" + source.strip().rstrip(",") + "\n)")
         except SyntaxError:
             return None
+    found: list[ast.Lambda | ast.FunctionDef | ast.AsyncFunctionDef]
     if fn.__name__ == "<lambda>":
         found = [node for node in ast.walk(tree) if isinstance(node, ast.Lambda)]
     else:

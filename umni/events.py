@@ -16,6 +16,11 @@ from .secrets import scrub
 from .storage import storage_guard
 
 
+def _scrub_line(_logger: Any, _method: str, line: Any) -> Any:
+    """The last processor: the rendered JSON line, with any credential masked."""
+    return scrub(line)
+
+
 class EventLog:
     def __init__(self, path: Path | None) -> None:
         self._path = path
@@ -27,7 +32,7 @@ class EventLog:
                 structlog.processors.TimeStamper(fmt="iso", utc=True, key="time"),
                 structlog.processors.EventRenamer("event"),
                 structlog.processors.JSONRenderer(ensure_ascii=False),
-                lambda _logger, _method, line: scrub(line),  # credentials never reach the log
+                _scrub_line,  # credentials never reach the log
             ],
         )
 

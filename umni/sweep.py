@@ -48,8 +48,8 @@ class SweepFile(BaseModel):
     out: Path | None = None
     cache: Path | None = None
     protocols: list[str] = Field(min_length=1)
-    models: list[str | None] = Field(default_factory=lambda: [None])
-    roles: list[dict[str, str]] = Field(default_factory=lambda: [{}])
+    models: list[str | None] = Field(default_factory=lambda: list[str | None]([None]))
+    roles: list[dict[str, str]] = Field(default_factory=lambda: [dict[str, str]()])
     seeds: list[int] = Field(default_factory=lambda: [0])
     options: dict[str, dict[str, Any]] = Field(default_factory=dict)
     cases: dict[str, Path] = Field(default_factory=dict)
