@@ -27,7 +27,7 @@ from rich.table import Table
 
 from umni import __version__
 
-from . import batching, latency, overhead, scale, swap
+from . import batching, inspect_compare, latency, overhead, scale, swap
 from .machine import machine
 
 
@@ -46,13 +46,15 @@ class Sizes:
     batch_n: int
     batch_size: int
     batch_steps: int
+    #: inspect_ai comparison: samples, calls per sample, seconds per call, calls in flight
+    inspect: tuple[int, int, float, int] = (1000, 4, 0.05, 64)
 
 
 MODES = {
     # 1,000 cases x (19 answers + 1 compute) = 20,000 trivial nodes
     "full": Sizes(1000, 19, 100, 512, 100, 0.05, 16, 10, 100, (1000, 10000), 16, 4, 4),
-    "quick": Sizes(250, 19, 50, 512, 100, 0.05, 16, 5, 100, (300, 3000), 8, 4, 2),
-    "smoke": Sizes(20, 9, 4, 64, 8, 0.01, 4, 2, 6, (8, 24), 2, 2, 1),
+    "quick": Sizes(250, 19, 50, 512, 100, 0.05, 16, 5, 100, (300, 3000), 8, 4, 2, inspect=(300, 4, 0.05, 64)),
+    "smoke": Sizes(20, 9, 4, 64, 8, 0.01, 4, 2, 6, (8, 24), 2, 2, 1, inspect=(20, 2, 0.01, 8)),
 }
 
 
@@ -66,6 +68,9 @@ def _benchmarks(s: Sizes) -> dict[str, Callable[[], dict[str, Any]]]:
         ),
         "swap": lambda: swap.run(cases=s.swap_cases, latency=s.latency_s, concurrency=s.concurrency),
         "scale": lambda: scale.run(sizes=s.scale_sizes),
+        "inspect": lambda: inspect_compare.run(
+            samples=s.inspect[0], calls=s.inspect[1], latency=s.inspect[2], concurrency=s.inspect[3]
+        ),
         "batching": lambda: batching.run(n=s.batch_n, batch_size=s.batch_size, steps=s.batch_steps, side=32),
     }
 
@@ -117,6 +122,16 @@ def _rows(result: dict[str, Any]) -> list[tuple[str, str, str, str]]:
             (f"images/s, batch {result['batch_size']} vs 1 ({result['device']})", f"{result['batched_images_per_second']:.2f} vs {result['sequential_images_per_second']:.2f} = {result['speedup']:.2f}×", "", ""),
             ("pipeline calls, batched vs one by one", f"{result['batched_calls']} vs {result['sequential_calls']} (max pixel diff {result['max_pixel_difference']})", "", ""),
         ]
+    if name == "inspect_compare":
+        p = result["params"]
+        rows = [(f"umni: {p['samples']} samples × {p['calls_per_sample']} chained calls, {p['latency_s']} s each, {p['concurrency']} in flight",
+                 f"{result['umni_seconds']:.2f} s = {result['umni_over_ideal']:.2f}× ideal ({result['ideal_seconds']:.2f} s)", "", "")]
+        if isinstance(result["inspect"], str):
+            return [*rows, ("inspect_ai", result["inspect"], "", "—")]
+        for label, r in result["inspect"].items():
+            rows.append((f"inspect_ai {result['inspect_version']} ({label})",
+                         f"{r['inspect_seconds']:.2f} s; umni / inspect = {r['umni_over_inspect']:.2f}", "< 1", _ok(r["umni_over_inspect"] < 1)))
+        return rows
     return [("result", json.dumps(result)[:80], "", "")]
 
 
