@@ -29,7 +29,7 @@ DEVIATIONS: dict[str, tuple[str, str, bool]] = {
         True,
     ),
     "no-eval": (
-        "a reply that is not JSON is passed to Python eval()",
+        "a reply that is not JSON is evaluated as Python code (the builtin eval)",
         "only literals are read (ast.literal_eval); nothing in a reply is executed",
         False,
     ),
