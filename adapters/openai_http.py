@@ -1,11 +1,31 @@
 """OpenAI-compatible HTTP backend: hosted APIs, vLLM and SGLang behind one spec.
 
 Spec: ``openai/<model>?base_url=...&api_key_env=...&timeout=...&temperature=...&max_tokens=...&size=...``.
-Other parameters: ``top_p``, ``quality``, ``style``, ``response_format`` (images), ``connect_timeout``,
-``mode`` (how `choose` decides: ``letter`` asks for the option letter and parses the reply;
-``likelihood`` compares the log-probabilities of the letters as the first answer token) and ``roles``
-(a comma list restricting which of understand, judge, generate, edit this server fills; a text-only
-vLLM server, say, is ``roles=understand,judge``).
+Other parameters: ``top_p``, ``quality``, ``style`` (image generation only; edits take no style),
+``response_format`` (images), ``connect_timeout``, ``mode`` (how `choose` decides: ``letter`` asks for
+the option letter and parses the reply; ``likelihood`` compares the log-probabilities of the letters
+as the first answer token) and ``roles`` (a comma list restricting which of understand, judge,
+generate, edit this server fills; a text-only vLLM server, say, is ``roles=understand,judge``).
+
+Reasoning models: ``token_field`` names the request field that carries the reply-length limit.
+``auto`` (the default) sends ``max_completion_tokens`` to models whose name marks them as reasoning
+models (OpenAI's o-series ``o1``/``o3``/``o4-mini``… and ``gpt-5``…, which refuse ``max_tokens``) and
+``max_tokens`` to everything else (vLLM and SGLang accept it for every model); ``max_tokens`` or
+``max_completion_tokens`` forces one. Reasoning models accept only their default sampling, so a
+temperature a graph node asks for is not sent to them (a ``temperature=`` in the spec still is).
+
+Extra body fields: ``extra_body`` is a JSON object merged into every JSON request (chat and image
+generation; image edits get its scalar values as form fields), for what a server takes beyond the
+common API, e.g. ``extra_body={"chat_template_kwargs":{"enable_thinking":false}}`` for vLLM/SGLang or
+a vendor's own options. A node can ask for more (``RequestOptions.extra_body``, with its system
+message and temperature); nested objects are merged, the spec winning where both set a field.
+Fields umni builds itself (``model``, ``messages``, the token limit, ``seed``…) are refused there:
+they have their own parameters.
+
+Replies: a refusal (``message.refusal``, or ``finish_reason`` ``content_filter``) raises `Refusal`
+with the refusal text, recorded as a ``refusal`` failure, never parsed as an answer. A response
+without ``usage`` records its token counts as unknown (None), not 0, so its cost is unknown too.
+
 Limits (see http_limits): ``timeout`` bounds a whole attempt, every byte read included;
 ``max_response_bytes`` (default 64 MiB) caps a response body and ``max_pixels`` (default 8192 x 8192)
 a returned image, checked from its header before decoding.
@@ -27,23 +47,26 @@ import base64
 import io
 import json
 import os
+import re
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from email.utils import parsedate_to_datetime
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 from urllib.parse import urlsplit
 
 import httpx
 from PIL import Image
+from pydantic import Field, Json, PositiveFloat, PositiveInt, field_validator
 
-from umni.backends import Backend
+from umni.backends import Backend, BackendParams
 from umni.choices import parse_choice
-from umni.errors import BackendError, ConfigError
+from umni.errors import BackendError, ConfigError, Refusal
 from umni.roles import (
     MODEL_ROLES,
     ChoiceReply,
     ImageReply,
     Part,
+    RequestOptions,
     TextReply,
     Usage,
     option_letter,
@@ -55,7 +78,6 @@ from .http_limits import (
     DEFAULT_MAX_PIXELS,
     DEFAULT_MAX_RESPONSE_BYTES,
     decode_image_bounded,
-    positive_int_param,
     send_bounded,
     strict_json,
 )
@@ -67,13 +89,72 @@ DEFAULT_TIMEOUT_S = 120.0
 #: Connecting should be quick even when generating is slow; a dead host should fail fast.
 MAX_CONNECT_TIMEOUT_S = 10.0
 CHOICE_MODES = ("letter", "likelihood")
+TOKEN_FIELDS = ("auto", "max_tokens", "max_completion_tokens")
 
-#: Parameters that change what the model returns, so they belong to the identity.
-OUTPUT_PARAMS = frozenset({"temperature", "top_p", "max_tokens", "size", "quality", "mode", "response_format", "style"})
+#: Model names (the last path segment, lower case) of reasoning models: OpenAI's o-series and GPT-5.x.
+REASONING_MODEL = re.compile(r"^(o\d+(?:$|[-_.])|gpt-5(?:$|[-_.]))")
+
+#: Request fields umni builds itself; `extra_body` may not set them (each has its own parameter).
+RESERVED_FIELDS = frozenset({
+    "model", "messages", "max_tokens", "max_completion_tokens", "seed", "temperature", "top_p", "logprobs",
+    "top_logprobs", "prompt", "n", "image", "image[]",
+})
+
 #: Parameters that change only how the server is reached or how many calls run at once.
-CONNECTION_PARAMS = frozenset({"base_url", "api_key_env", "roles", "connect_timeout"})
+CONNECTION_PARAMS = frozenset({"base_url", "api_key_env", "roles", "connect_timeout", "token_field"})
 #: Bounds on what a server can make umni read and decode (see http_limits); they change no answer.
 LIMIT_PARAMS = frozenset({"max_response_bytes", "max_pixels"})
+
+
+def is_reasoning_model(model: str) -> bool:
+    """Whether `model` names a reasoning model that takes ``max_completion_tokens`` and only its default
+    sampling (o1, o3-mini, o4-mini, gpt-5, gpt-5.1-mini …); a path prefix (``openai/gpt-5``) is ignored."""
+    return bool(REASONING_MODEL.match(model.rsplit("/", 1)[-1].lower()))
+
+
+class OpenAIParams(BackendParams):
+    """The openai/ spec's parameters; pydantic converts the strings and words the errors."""
+
+    operational: ClassVar[frozenset[str]] = BackendParams.operational | CONNECTION_PARAMS | LIMIT_PARAMS
+
+    base_url: str = DEFAULT_BASE_URL
+    api_key_env: str = DEFAULT_API_KEY_ENV
+    connect_timeout: PositiveFloat | None = None
+    temperature: float | None = Field(None, allow_inf_nan=False)
+    top_p: float | None = Field(None, allow_inf_nan=False)
+    max_tokens: PositiveInt | None = None
+    token_field: Literal["auto", "max_tokens", "max_completion_tokens"] = "auto"
+    extra_body: Json[dict[str, Any]] | None = None
+    size: str | None = None
+    quality: str | None = None
+    style: str | None = None
+    response_format: str | None = None
+    mode: Literal["letter", "likelihood"] = "letter"
+    roles: str | None = None
+    max_response_bytes: PositiveInt = DEFAULT_MAX_RESPONSE_BYTES
+    max_pixels: PositiveInt = DEFAULT_MAX_PIXELS
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        parts = urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"base_url must be an http(s) URL such as {DEFAULT_BASE_URL}")
+        return value.rstrip("/")
+
+    @field_validator("extra_body")
+    @classmethod
+    def _free_fields(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value:
+            check_extra_body(value, "extra_body")
+        return value
+
+
+def check_extra_body(body: Mapping[str, Any], where: str) -> None:
+    """Refuse extra fields that would overwrite what umni builds itself."""
+    taken = sorted(set(body) & RESERVED_FIELDS)
+    if taken:
+        raise ValueError(f"{where} may not set {', '.join(taken)}: umni sets those (use the spec parameter)")
 
 
 class OpenAIBackend(Backend):
@@ -81,47 +162,41 @@ class OpenAIBackend(Backend):
 
     provider: ClassVar[str] = "openai"
     roles: ClassVar[frozenset[str]] = frozenset(MODEL_ROLES)
-    operational_params: ClassVar[frozenset[str]] = Backend.operational_params | CONNECTION_PARAMS | LIMIT_PARAMS
+    Params = OpenAIParams
 
     def __init__(self, spec: Spec) -> None:
         super().__init__(spec)
-        options = spec.options
-        unknown = set(options) - OUTPUT_PARAMS - self.operational_params
-        if unknown:
-            known = ", ".join(sorted(OUTPUT_PARAMS | self.operational_params))
-            raise ConfigError(f"backend spec '{spec}': unknown parameter(s) {sorted(unknown)}; known: {known}")
+        params: OpenAIParams = self.params
         self.model = spec.name
-        self.base_url = options.get("base_url", DEFAULT_BASE_URL).rstrip("/")
-        parts = urlsplit(self.base_url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ConfigError(f"backend spec '{spec}': base_url must be an http(s) URL such as {DEFAULT_BASE_URL}")
-        self.host = parts.hostname
-        register_secret(parts.password)  # kept for the request, masked in everything written
-        self.api_key_env = options.get("api_key_env", DEFAULT_API_KEY_ENV)
-        if "api_key_env" in options and not os.environ.get(self.api_key_env):
+        self.base_url = params.base_url
+        self.host = urlsplit(self.base_url).hostname or ""
+        register_secret(urlsplit(self.base_url).password)  # kept for the request, masked in everything written
+        self.api_key_env = params.api_key_env
+        if "api_key_env" in spec.options and not os.environ.get(self.api_key_env):
             raise ConfigError(
-                f"backend spec '{spec}': environment variable {self.api_key_env} (api_key_env) is not set"
+                f"backend spec '{spec}': environment variable {self.api_key_env} (api_key_env) is not set",
+                field="api_key_env",
             )
-        self.timeout_s = _positive_float(spec, options, "timeout", DEFAULT_TIMEOUT_S)
-        self.connect_timeout_s = _positive_float(
-            spec, options, "connect_timeout", min(self.timeout_s, MAX_CONNECT_TIMEOUT_S)
+        self.timeout_s = params.timeout or DEFAULT_TIMEOUT_S
+        self.connect_timeout_s = params.connect_timeout or min(self.timeout_s, MAX_CONNECT_TIMEOUT_S)
+        self.temperature = params.temperature
+        self.top_p = params.top_p
+        self.max_tokens = params.max_tokens
+        self.reasoning = is_reasoning_model(self.model)
+        self.token_field = (
+            ("max_completion_tokens" if self.reasoning else "max_tokens")
+            if params.token_field == "auto"
+            else params.token_field
         )
-        self.temperature = _optional_float(spec, options, "temperature")
-        self.top_p = _optional_float(spec, options, "top_p")
-        max_tokens = _optional_float(spec, options, "max_tokens")
-        if max_tokens is not None and (max_tokens < 1 or max_tokens != int(max_tokens)):
-            raise ConfigError(
-                f"backend spec '{spec}': max_tokens must be a positive integer, got '{options['max_tokens']}'"
-            )
-        self.max_tokens = int(max_tokens) if max_tokens is not None else None
-        self.mode = options.get("mode", "letter")
-        if self.mode not in CHOICE_MODES:
-            raise ConfigError(
-                f"backend spec '{spec}': mode must be one of {', '.join(CHOICE_MODES)}, got '{self.mode}'"
-            )
-        self.image_options = {k: options[k] for k in ("size", "quality", "response_format", "style") if k in options}
-        self._init_limits(spec)
-        self._roles = _parse_roles(spec, options.get("roles"))
+        self.extra_body: dict[str, Any] = dict(params.extra_body or {})
+        self.mode = params.mode
+        self.image_options = {
+            k: getattr(params, k) for k in ("size", "quality", "response_format", "style") if getattr(params, k) is not None
+        }
+        self.max_response_bytes = params.max_response_bytes
+        self.max_pixels = params.max_pixels
+        register_secret(os.environ.get(self.api_key_env))
+        self._roles = _parse_roles(spec, params.roles)
         self._client: httpx.AsyncClient | None = None
         self._api_key: str | None = None
         #: Everything this backend consumed since it started (each reply also carries its own share).
@@ -133,18 +208,13 @@ class OpenAIBackend(Backend):
         return self._roles
 
     def identity(self) -> dict[str, Any]:
-        params = {k: v for k, v in self.spec.params if k in OUTPUT_PARAMS}
+        params = {k: v for k, v in self.spec.params if k not in self.operational_params}
+        if self.extra_body:  # by content: two spellings of the same JSON are the same request
+            params["extra_body"] = json.dumps(self.extra_body, sort_keys=True, separators=(",", ":"))
         return {"provider": self.provider, "name": self.model, "endpoint": _endpoint(self.base_url), "params": params}
 
     def __repr__(self) -> str:
         return f"OpenAIBackend(model={self.model!r}, host={self.host!r}, roles={sorted(self._roles)})"
-
-    def _init_limits(self, spec: Spec) -> None:
-        """Caps on one response (bytes read, pixels decoded); `timeout` is the attempt's whole deadline."""
-        options = spec.options
-        self.max_response_bytes = positive_int_param(options, "max_response_bytes", DEFAULT_MAX_RESPONSE_BYTES, spec=str(spec))
-        self.max_pixels = positive_int_param(options, "max_pixels", DEFAULT_MAX_PIXELS, spec=str(spec))
-        register_secret(os.environ.get(self.api_key_env))
 
     async def _send(self, request: httpx.Request, who: str) -> httpx.Response:
         """Send within the attempt's deadline (`timeout`, for the whole exchange) and the size cap."""
@@ -174,8 +244,10 @@ class OpenAIBackend(Backend):
 
     # -- understand / judge ------------------------------------------------------------------------
 
-    async def respond(self, parts: Sequence[Part], *, max_tokens: int = 512, seed: int = 0) -> TextReply:
-        body = self._chat_body(parts, max_tokens=self.max_tokens or max_tokens, seed=seed)
+    async def respond(
+        self, parts: Sequence[Part], *, max_tokens: int = 512, seed: int = 0, options: RequestOptions | None = None
+    ) -> TextReply:
+        body = self._chat_body(parts, max_tokens=self.max_tokens or max_tokens, seed=seed, options=options)
         data, elapsed = await self._post_json("/chat/completions", json_body=body)
         text = _message_text(data)
         usage = self._record(_chat_usage(data, images_in=_count_images(parts)))
@@ -214,17 +286,33 @@ class OpenAIBackend(Backend):
         text = _message_text(data, allow_empty=True)
         return ChoiceReply(index=best[1] if best else None, text=text, mode="likelihood", usage=usage)
 
-    def _chat_body(self, parts: Sequence[Part], *, max_tokens: int, seed: int) -> dict[str, Any]:
-        body: dict[str, Any] = {
-            "model": self.model,
-            "messages": [{"role": "user", "content": chat_content(parts)}],
-            "max_tokens": max_tokens,
-            "seed": seed,
-        }
-        if self.temperature is not None:
-            body["temperature"] = self.temperature
+    def _chat_body(
+        self, parts: Sequence[Part], *, max_tokens: int, seed: int, options: RequestOptions | None = None
+    ) -> dict[str, Any]:
+        """The chat request: the node's system message first, the limit in the model's token field,
+        sampling the spec names (or, for a model that takes it, the node's temperature), then the
+        extra body fields (the node's, overridden by the spec's)."""
+        messages: list[dict[str, Any]] = []
+        if options is not None and options.system:
+            messages.append({"role": "system", "content": options.system})
+        messages.append({"role": "user", "content": chat_content(parts)})
+        body: dict[str, Any] = {"model": self.model, "messages": messages, self.token_field: max_tokens, "seed": seed}
+        temperature = self.temperature
+        if temperature is None and options is not None and not self.reasoning:
+            temperature = options.temperature
+        if temperature is not None:
+            body["temperature"] = temperature
         if self.top_p is not None:
             body["top_p"] = self.top_p
+        extra: dict[str, Any] = {}
+        if options is not None and options.extra_body:
+            try:
+                check_extra_body(options.extra_body, "a node's extra_body")
+            except ValueError as exc:
+                raise ConfigError(str(exc)) from None
+            extra = _merged(extra, options.extra_body)
+        extra = _merged(extra, self.extra_body)
+        body.update(extra)
         return body
 
     # -- generate / edit ---------------------------------------------------------------------------
@@ -239,7 +327,7 @@ class OpenAIBackend(Backend):
         prompt = "\n".join(p for p in parts if isinstance(p, str))
         if images:
             return await self.edit(images, prompt, seed=seed)
-        body = {"model": self.model, "prompt": prompt, "n": 1, **self.image_options}
+        body = {"model": self.model, "prompt": prompt, "n": 1, **self.image_options, **self.extra_body}
         data, _ = await self._post_json("/images/generations", json_body=body)
         image = await self._first_image(data)
         usage = self._record(_image_usage(data, images_in=0))
@@ -250,7 +338,9 @@ class OpenAIBackend(Backend):
             raise ConfigError("edit() needs at least one input image")
         field = "image" if len(images) == 1 else "image[]"
         files = [(field, (f"image_{i}.png", png_bytes(img), "image/png")) for i, img in enumerate(images)]
-        form = {"model": self.model, "prompt": instruction, "n": "1", **self.image_options}
+        # The edits endpoint takes no `style` (a generation option); sending it is an error on OpenAI's API.
+        options = {k: v for k, v in self.image_options.items() if k != "style"}
+        form = {"model": self.model, "prompt": instruction, "n": "1", **options, **_form_fields(self.extra_body)}
         data, _ = await self._post_json("/images/edits", data=form, files=files)
         image = await self._first_image(data)
         usage = self._record(_image_usage(data, images_in=len(images)))
@@ -373,13 +463,24 @@ def _options_block(options: Sequence[str]) -> str:
 
 
 def _message_text(data: Any, *, allow_empty: bool = False) -> str:
+    """The reply text of a chat completion; a refusal raises `Refusal` with the model's words."""
     try:
-        message = data["choices"][0]["message"]
+        choice = data["choices"][0]
+        message = choice["message"]
     except (KeyError, IndexError, TypeError):
         raise BackendError("malformed response: no choices[0].message in the chat completion", retryable=True) from None
     content = message.get("content") if isinstance(message, dict) else None
     if isinstance(content, list):  # some servers return content parts even for text
         content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    refusal = message.get("refusal") if isinstance(message, dict) else None
+    if isinstance(refusal, str) and refusal.strip():
+        raise Refusal(f"the model refused: {truncate(scrub(refusal), 300)}", raw=scrub(refusal))
+    if isinstance(choice, dict) and choice.get("finish_reason") == "content_filter":
+        said = scrub(str(content or ""))
+        raise Refusal(
+            "the server's content filter stopped the reply (finish_reason content_filter)" + (f": {truncate(said, 300)}" if said else ""),
+            raw=said or None,
+        )
     if content is None:
         if allow_empty:
             return ""
@@ -402,12 +503,13 @@ def _top_logprobs(data: Any) -> list[dict[str, Any]]:
 
 
 def _chat_usage(data: Any, *, images_in: int) -> Usage:
+    """Tokens as the server counted them; a count it did not send is unknown (None), never 0."""
     usage = data.get("usage") if isinstance(data, dict) else None
     usage = usage if isinstance(usage, dict) else {}
     return Usage(
         calls=1,
-        input_tokens=_int(usage.get("prompt_tokens", usage.get("input_tokens"))),
-        output_tokens=_int(usage.get("completion_tokens", usage.get("output_tokens"))),
+        input_tokens=_count(usage.get("prompt_tokens", usage.get("input_tokens"))),
+        output_tokens=_count(usage.get("completion_tokens", usage.get("output_tokens"))),
         images_in=images_in,
     )
 
@@ -515,29 +617,32 @@ def _parse_roles(spec: Spec, raw: str | None) -> frozenset[str]:
     return roles
 
 
-def _optional_float(spec: Spec, options: dict[str, str], key: str) -> float | None:
-    if key not in options:
+def _count(value: Any) -> int | None:
+    """A token count from the response, or None when the server did not give a usable one."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    try:
-        return float(options[key])
-    except ValueError:
-        raise ConfigError(f"backend spec '{spec}': {key} must be a number, got '{options[key]}'") from None
+    return int(value)
 
 
-def _positive_float(spec: Spec, options: dict[str, str], key: str, default: float) -> float:
-    value = _optional_float(spec, options, key)
-    if value is None:
-        return default
-    if value <= 0:
-        raise ConfigError(f"backend spec '{spec}': {key} must be positive, got '{options[key]}'")
-    return value
+def _merged(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    """`base` with `over` laid on top; nested objects are merged key by key, `over` winning."""
+    out = dict(base)
+    for key, value in over.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = _merged(out[key], value)
+        else:
+            out[key] = value
+    return out
 
 
-def _int(value: Any) -> int:
-    try:
-        return int(value or 0)
-    except (TypeError, ValueError):
-        return 0
+def _form_fields(extra: Mapping[str, Any]) -> dict[str, str]:
+    """Extra body fields as multipart form fields (image edits): scalars only, JSON-spelled."""
+    fields = {}
+    for key, value in extra.items():
+        if isinstance(value, (dict, list)):
+            raise ConfigError(f"extra_body field '{key}' is an object or a list; image edits (a form) take only scalar fields")
+        fields[key] = value if isinstance(value, str) else json.dumps(value)
+    return fields
 
 
-__all__ = ["OpenAIBackend", "chat_content", "parse_option_letter", "parse_retry_after", "decode_image"]
+__all__ = ["OpenAIBackend", "OpenAIParams", "is_reasoning_model", "chat_content", "parse_option_letter", "parse_retry_after", "decode_image"]

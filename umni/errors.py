@@ -91,6 +91,13 @@ class InvalidAnswer(OutputFailure):
     kind = "invalid"
 
 
+class Refusal(OutputFailure):
+    """The model declined to answer (a refusal message, or the server's content filter stopped it).
+    The refusal text is kept as ``raw``; asking again with the same request would only repeat it."""
+
+    kind = "refusal"
+
+
 class DegenerateOutput(OutputFailure):
     """An output that exists but carries nothing to score (an empty or 1x1 image)."""
 

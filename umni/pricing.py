@@ -54,21 +54,44 @@ def load_prices(path: Path) -> dict[str, Price]:
     return prices
 
 
-def estimate(usage: dict[str, dict[str, int]], bindings: dict[str, str], prices: dict[str, Price]) -> dict[str, Any]:
-    """Cost per role and in total; roles whose model has no price are listed, not priced at 0."""
-    per_role: dict[str, float] = {}
+def estimate(usage: dict[str, dict[str, Any]], bindings: dict[str, str], prices: dict[str, Price]) -> dict[str, Any]:
+    """Cost per role and in total; roles whose model has no price are listed, not priced at 0.
+
+    A role whose token counts are unknown (None: the server sent no usage) while its price is per
+    token has an unknown cost: it is None in ``per_role``, listed in ``unknown_roles``, and the
+    ``total`` is None too (``known_total`` sums the roles whose cost is known), never a silent $0.
+    """
+    per_role: dict[str, float | None] = {}
     unpriced = []
+    unknown = []
     for role, used in usage.items():
         spec = Spec.parse(bindings[role]) if role in bindings else None
         price = prices.get(f"{spec.provider}/{spec.name}") if spec else None
         if price is None:
             unpriced.append(role)
             continue
-        per_role[role] = round(
-            used.get("input_tokens", 0) * price.input_per_million / 1e6
-            + used.get("output_tokens", 0) * price.output_per_million / 1e6
-            + used.get("calls", 0) * price.per_call
-            + used.get("images_out", 0) * price.per_image,
-            6,
-        )
-    return {"per_role": per_role, "total": round(sum(per_role.values()), 6), "unpriced_roles": sorted(unpriced)}
+        cost = _role_cost(used, price)
+        per_role[role] = cost
+        if cost is None:
+            unknown.append(role)
+    known = round(sum(c for c in per_role.values() if c is not None), 6)
+    return {
+        "per_role": per_role,
+        "total": None if unknown else known,
+        "known_total": known,
+        "unpriced_roles": sorted(unpriced),
+        "unknown_roles": sorted(unknown),
+    }
+
+
+def _role_cost(used: dict[str, Any], price: Price) -> float | None:
+    """One role's cost, or None when a per-token price meets an unknown token count."""
+    total = used.get("calls", 0) * price.per_call + used.get("images_out", 0) * price.per_image
+    for field, rate in (("input_tokens", price.input_per_million), ("output_tokens", price.output_per_million)):
+        tokens = used.get(field, 0)
+        if tokens is None:
+            if rate:
+                return None
+            continue
+        total += tokens * rate / 1e6
+    return round(total, 6)

@@ -8,9 +8,10 @@ another machine without the graph, runner or store knowing.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import inspect
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, Union, runtime_checkable
+from typing import Any, Protocol, Union, runtime_checkable
 
 import numpy as np
 from PIL import Image
@@ -40,20 +41,77 @@ Part = Union[str, Image.Image]
 
 @dataclass
 class Usage:
-    """What one call consumed, so a run can report its cost inputs."""
+    """What one call consumed, so a run can report its cost inputs.
+
+    A token count the backend could not learn (a server that sends no ``usage``) is None, unknown,
+    never 0: a sum with an unknown count stays unknown, so a total never understates what was
+    spent, and a cost built on it is reported as unknown rather than as $0.
+    """
 
     calls: int = 1
-    input_tokens: int = 0
-    output_tokens: int = 0
+    input_tokens: int | None = 0
+    output_tokens: int | None = 0
     images_in: int = 0
     images_out: int = 0
 
     def add(self, other: "Usage") -> None:
         self.calls += other.calls
-        self.input_tokens += other.input_tokens
-        self.output_tokens += other.output_tokens
+        self.input_tokens = _add_known(self.input_tokens, other.input_tokens)
+        self.output_tokens = _add_known(self.output_tokens, other.output_tokens)
         self.images_in += other.images_in
         self.images_out += other.images_out
+
+
+def _add_known(a: int | None, b: int | None) -> int | None:
+    return None if a is None or b is None else a + b
+
+
+@dataclass(frozen=True)
+class RequestOptions:
+    """How a node asks for its text reply, beyond the prompt: a system message, a sampling
+    temperature and extra request-body fields for the server (``chat_template_kwargs``, vendor
+    options). A protocol sets them as node parameters (``system=``, ``temperature=``,
+    ``extra_body=``), so they enter the node's key; `respond_with` hands them to the backend.
+    """
+
+    system: str | None = None
+    temperature: float | None = None
+    extra_body: Mapping[str, Any] | None = None
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> "RequestOptions | None":
+        """The request options a node's parameters name, or None when they name none."""
+        system, temperature, extra = params.get("system"), params.get("temperature"), params.get("extra_body")
+        if system is None and temperature is None and not extra:
+            return None
+        return cls(system=system, temperature=None if temperature is None else float(temperature), extra_body=extra or None)
+
+
+async def respond_with(
+    backend: Any, parts: Sequence[Part], params: Mapping[str, Any], *, max_tokens: int, seed: int
+) -> TextReply:
+    """Call ``backend.respond`` with the request options the node's `params` name.
+
+    A backend whose ``respond`` takes ``options`` (the OpenAI-compatible one) gets them as they are.
+    One that does not (local models, older plugins) gets the system message as a first text part,
+    so its instruction still reaches the model; temperature and extra body fields are settings of a
+    server request that such a backend has no place for (its own spec parameters decide them).
+    """
+    options = RequestOptions.from_params(params)
+    if options is None:
+        return await backend.respond(parts, max_tokens=max_tokens, seed=seed)
+    if _takes_options(backend):
+        return await backend.respond(parts, max_tokens=max_tokens, seed=seed, options=options)
+    if options.system:
+        parts = [options.system, *parts]
+    return await backend.respond(parts, max_tokens=max_tokens, seed=seed)
+
+
+def _takes_options(backend: Any) -> bool:
+    try:
+        return "options" in inspect.signature(backend.respond).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 @dataclass

@@ -165,6 +165,7 @@ class OpenAIStubServer:
         responder: Callable[[ChatRequest], str] | None = None,
         include_usage: bool = True,
         api_key: str | None = None,
+        patch_completion: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
         """
         latency: seconds added to every request before it is served (benchmarks).
@@ -172,12 +173,15 @@ class OpenAIStubServer:
         responder: replaces the default chat reply rule.
         include_usage: False imitates servers that send no ``usage`` object.
         api_key: when set, requests without ``Authorization: Bearer <api_key>`` get 401.
+        patch_completion: changes each chat completion in place before it is sent (a refusal, a
+            ``finish_reason`` of ``content_filter``, usage removed …).
         """
         self.latency = latency
         self.answer_word = answer_word
         self.responder = responder or self._default_reply
         self.include_usage = include_usage
         self.api_key = api_key
+        self.patch_completion = patch_completion
         self.requests: list[RecordedRequest] = []
         self._faults: list[Fault | None] = list(faults)
         self._files: dict[str, bytes] = {}
@@ -299,6 +303,8 @@ class OpenAIStubServer:
                 "completion_tokens": completion,
                 "total_tokens": prompt_tokens + completion,
             }
+        if self.patch_completion is not None:
+            self.patch_completion(response)
         return response
 
     def image_response(self, image: Image.Image, *, as_url: bool, corrupt: bool) -> dict[str, Any]:
