@@ -1,9 +1,9 @@
 """Persistent state: the shared result cache and the per-run record of finished cases.
 
-Both are SQLite databases in WAL mode, written by one connection per process (the runner's event
-loop), committed after every result so a crash loses at most the node that was running. Several
-processes may share one cache: SQLite serialises their writers and `busy_timeout` makes a writer
-wait instead of failing. Only successful results are ever cached.
+The cache is a `ResultStore` chosen by URL (umni/stores: SQLite by default, PostgreSQL for many
+machines) plus a blob store for images; a result is acknowledged once committed, so a crash loses at
+most the nodes that were running. Several processes may share one cache. Only successful results
+are ever cached. run.db is a SQLite file in WAL mode inside the run directory.
 
 Every row carries a sha256 of its contents, checked on every read (`PRAGMA integrity_check` sees
 only the file's structure, not a flipped byte inside a value): in the cache a row that fails is a
@@ -13,40 +13,23 @@ recomputed silently. Disk faults (full, read-only, no permission, damaged file) 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sqlite3
-import time
 from pathlib import Path
 from typing import Any
 
-from .artifacts import BlobStore
 from .errors import StorageError
 from .secrets import scrub
-from .storage import storage_guard, touch_with_umask
+from .storage import storage_guard
+from .stores import describe, open_blobs, open_results, process_provenance
+from .stores.base import row_checksum
+from .stores.sqlite import SCHEMA_VERSION, SqliteResults, connect
 
-#: `PRAGMA user_version` of the databases this version writes (rows carry a checksum).
-SCHEMA_VERSION = 1
-
-
-def row_checksum(*fields: Any) -> str:
-    """sha256 over a row's fields, each length-prefixed so no two rows can share one by shifting text."""
-    digest = hashlib.sha256()
-    for value in fields:
-        data = str(value).encode()
-        digest.update(f"{len(data)}:".encode() + data)
-    return digest.hexdigest()
+__all__ = ["Cache", "RunStore", "row_checksum", "SCHEMA_VERSION"]
 
 
 def _connect(path: Path) -> sqlite3.Connection:
-    with storage_guard(path):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        touch_with_umask(path)
-        conn = sqlite3.connect(path, timeout=60.0, isolation_level=None, check_same_thread=False)
-        conn.execute("PRAGMA busy_timeout=60000")
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        return conn
+    return connect(path)
 
 
 def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
@@ -54,73 +37,73 @@ def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
 
 
 class Cache:
-    """Node results by cache key, plus the image blobs they reference."""
+    """Node results by cache key (a `ResultStore` chosen by URL), plus the image blobs they reference.
 
-    SCHEMA = """
-    CREATE TABLE IF NOT EXISTS results (
-        key TEXT PRIMARY KEY,
-        kind TEXT NOT NULL,
-        output TEXT NOT NULL,
-        created REAL NOT NULL,
-        checksum TEXT
-    )"""
+    `location` is a directory (as before: cache.db and blobs/ inside), ``sqlite:///…`` or
+    ``postgresql://…`` (see `umni.stores`); `blobs` overrides where images live (a directory or
+    ``file:///dir``). The runner uses the async methods (`lookup`, `lookup_many`, `store`); the
+    synchronous `get`/`put`/`forget` remain for code outside an event loop.
+    """
 
-    def __init__(self, root: Path) -> None:
-        self.root = Path(root)
-        self.path = self.root / "cache.db"
-        self.blobs = BlobStore(self.root / "blobs")
-        self.db = _connect(self.path)
-        with self._guard():
-            self.db.execute(self.SCHEMA)
-            if "checksum" not in _columns(self.db, "results"):
-                # a cache from before row checksums: its rows cannot be verified, so they read as
-                # misses and are replaced as the nodes run again
-                self.db.execute("ALTER TABLE results ADD COLUMN checksum TEXT")
-            self.db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+    def __init__(self, location: str | Path, blobs: str | Path | None = None) -> None:
+        self.results, implied = open_results(location)
+        self.location = describe(location)
+        if isinstance(self.results, SqliteResults):
+            self.path = self.results.path
+            self.root = self.path.parent
+            self.db = self.results.db  # the read connection, for inspection
+        if blobs is None:
+            if implied is None:
+                from .evaluation import default_cache_dir
 
-    def _guard(self) -> Any:
-        return storage_guard(self.path)
+                implied = default_cache_dir() / "blobs"
+            blobs = implied
+        self.blobs = open_blobs(blobs)
+        #: stored with every result, never part of a key (see umni.stores.provenance)
+        self.provenance = process_provenance()
 
+    # -- async: what the runner calls, so a network store never stalls scheduling
+    async def lookup(self, key: str) -> dict[str, Any] | None:
+        return await self.results.get(key)
+
+    async def lookup_many(self, keys: list[str]) -> dict[str, dict[str, Any]]:
+        return await self.results.get_many(keys)
+
+    async def store(self, key: str, kind: str, output: dict[str, Any]) -> dict[str, Any]:
+        """Store `output` unless another process already stored this key; the winner comes back."""
+        return await self.results.put_if_absent(key, kind, output, self.provenance)
+
+    # -- synchronous API (tests, tools, code outside an event loop)
     def get(self, key: str) -> dict[str, Any] | None:
         """The cached output, or None; a row whose checksum fails (damaged, or from an older
         version) is a miss, and the next `put` replaces it."""
-        with self._guard():
-            row = self.db.execute("SELECT kind, output, checksum FROM results WHERE key=?", (key,)).fetchone()
-        if row is None or row[2] != row_checksum(key, row[0], row[1]):
-            return None
-        try:
-            return json.loads(row[1])
-        except json.JSONDecodeError:  # cannot happen with a matching checksum, but never crash on a cache
-            return None
+        return self.results.get_now(key)
 
     def put(self, key: str, kind: str, output: dict[str, Any]) -> None:
-        text = scrub(json.dumps(output, ensure_ascii=False))  # no credential ever reaches the disk
-        with self._guard():
-            self.db.execute(
-                "INSERT OR REPLACE INTO results(key, kind, output, created, checksum) VALUES (?,?,?,?,?)",
-                (key, kind, text, time.time(), row_checksum(key, kind, text)),
-            )
+        self.results.put_now(key, kind, output, replace=True, provenance=self.provenance)
+
+    def put_if_absent(self, key: str, kind: str, output: dict[str, Any]) -> dict[str, Any]:
+        return self.results.put_now(key, kind, output, provenance=self.provenance)
 
     def forget(self, key: str) -> None:
-        with self._guard():
-            self.db.execute("DELETE FROM results WHERE key=?", (key,))
+        self.results.forget_now(key)
 
     def integrity_errors(self) -> list[str]:
         """Problems a crash could have caused: a damaged database or row, or a result whose image is gone."""
-        problems = [r[0] for r in self.db.execute("PRAGMA integrity_check") if r[0] != "ok"]
-        for key, kind, output, checksum in self.db.execute("SELECT key, kind, output, checksum FROM results"):
-            if checksum != row_checksum(key, kind, output):
-                problems.append(f"result {key[:12]} fails its checksum")
+        problems = self.results.structure_errors()
+        for row in self.results.rows():
+            if row.checksum != row_checksum(row.key, row.kind, row.output):
+                problems.append(f"result {row.key[:12]} fails its checksum")
                 continue
-            for sha in _image_hashes(json.loads(output)):
+            for sha in _image_hashes(json.loads(row.output)):
                 if not self.blobs.path(sha).exists():
-                    problems.append(f"result {key[:12]} references missing image {sha[:12]}")
+                    problems.append(f"result {row.key[:12]} references missing image {sha[:12]}")
                 elif not self.blobs.verify(sha):
-                    problems.append(f"result {key[:12]} references damaged image {sha[:12]}")
+                    problems.append(f"result {row.key[:12]} references damaged image {sha[:12]}")
         return problems
 
     def close(self) -> None:
-        self.db.close()
+        self.results.close_now()
 
 
 def _image_hashes(value: Any) -> list[str]:

@@ -1,0 +1,252 @@
+"""A result store in PostgreSQL (`--cache postgresql://user@host/db`), shared by many machines.
+
+SQLite's WAL does not work over a network filesystem, so shards on several machines share one
+PostgreSQL database instead. Reads are async queries on one connection; writes queued while a
+transaction is open are committed together by one writer task (one round of commits per burst of
+finished nodes). `put_if_absent` is `INSERT … ON CONFLICT DO NOTHING` plus a read of the winner,
+so two shards computing one key agree on one value. Schema creation takes a transaction-scoped
+advisory lock first: a plain `CREATE TABLE IF NOT EXISTS` from several processes at once fails in
+all but one of them (unique violation on pg_type).
+
+Needs psycopg 3 (`pip install 'umni[postgres]'`). The table is `umni_results`, so the database may
+hold other things.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from ..errors import ConfigError, StorageError
+from .base import StoredRow, chunks, decode_row, encode_output, row_checksum
+
+__all__ = ["PostgresResults", "redact"]
+
+#: Any constant distinct from other users' advisory locks: serialises schema creation.
+_SCHEMA_LOCK = 0x756D6E69  # "umni"
+
+_SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS umni_results (
+        key TEXT PRIMARY KEY,
+        kind TEXT NOT NULL,
+        output TEXT NOT NULL,
+        created DOUBLE PRECISION NOT NULL,
+        checksum TEXT,
+        provenance TEXT
+    )""",
+    "ALTER TABLE umni_results ADD COLUMN IF NOT EXISTS provenance TEXT",
+)
+
+
+def redact(url: str) -> str:
+    """`url` without its password, for messages, run.json and the manifest."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    user = f"{parts.username}@" if parts.username else ""
+    return urlunsplit((parts.scheme, user + host, parts.path, parts.query, parts.fragment))
+
+
+def _psycopg() -> Any:
+    try:
+        import psycopg
+    except ImportError:
+        raise ConfigError("a postgresql:// store needs psycopg 3: pip install 'umni[postgres]'") from None
+    return psycopg
+
+
+class PostgresResults:
+    """Results in a PostgreSQL database; see the module docstring."""
+
+    def __init__(self, url: str) -> None:
+        self._dsn = url
+        self.url = redact(url)
+        self._pg = _psycopg()
+        with self._guard():
+            self._sync = self._pg.connect(url, autocommit=True)
+            with self._sync.transaction():
+                self._sync.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+                for statement in _SCHEMA:
+                    self._sync.execute(statement)
+        self._conns: dict[asyncio.AbstractEventLoop, tuple[Any, Any]] = {}  # loop -> (reader, writer)
+        self._pending: list[tuple[str, str, str, str | None, asyncio.Future[dict[str, Any] | None]]] = []
+        self._flushing: asyncio.Task[None] | None = None
+        self.commits = 0
+
+    @contextmanager
+    def _guard(self) -> Iterator[None]:
+        """A server or connection fault becomes StorageError naming the store (not a node outcome)."""
+        try:
+            yield
+        except StorageError:
+            raise
+        except Exception as exc:
+            if isinstance(exc, (self._pg.Error, OSError)):
+                raise StorageError(f"{type(exc).__name__}: {str(exc).strip()}", path=self.url) from exc
+            raise
+
+    async def _connections(self) -> tuple[Any, Any]:
+        loop = asyncio.get_running_loop()
+        pair = self._conns.get(loop)
+        if pair is None:
+            for dead in [lp for lp in self._conns if lp.is_closed()]:
+                for conn in self._conns.pop(dead):
+                    conn.pgconn.finish()
+            with self._guard():
+                reader = await self._pg.AsyncConnection.connect(self._dsn, autocommit=True)
+                writer = await self._pg.AsyncConnection.connect(self._dsn, autocommit=True)
+            pair = self._conns[loop] = (reader, writer)
+        return pair
+
+    # ------------------------------------------------------------------ reads
+    async def get(self, key: str) -> dict[str, Any] | None:
+        reader, _ = await self._connections()
+        with self._guard():
+            cur = await reader.execute("SELECT kind, output, checksum FROM umni_results WHERE key=%s", (key,))
+            row = await cur.fetchone()
+        return None if row is None else decode_row(key, *row)
+
+    async def get_many(self, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
+        reader, _ = await self._connections()
+        found: dict[str, dict[str, Any]] = {}
+        for part in chunks(list(dict.fromkeys(keys))):
+            with self._guard():
+                cur = await reader.execute("SELECT key, kind, output, checksum FROM umni_results WHERE key = ANY(%s)", (list(part),))
+                rows = await cur.fetchall()
+            for key, kind, text, checksum in rows:
+                output = decode_row(key, kind, text, checksum)
+                if output is not None:
+                    found[key] = output
+        return found
+
+    def get_now(self, key: str) -> dict[str, Any] | None:
+        with self._guard():
+            row = self._sync.execute("SELECT kind, output, checksum FROM umni_results WHERE key=%s", (key,)).fetchone()
+        return None if row is None else decode_row(key, *row)
+
+    def rows(self) -> Iterator[StoredRow]:
+        with self._guard():
+            rows = self._sync.execute("SELECT key, kind, output, checksum, provenance FROM umni_results").fetchall()
+        for row in rows:
+            yield StoredRow(*row)
+
+    def structure_errors(self) -> list[str]:
+        return []  # the server keeps its own files consistent; rows are checked by checksum
+
+    # ----------------------------------------------------------------- writes
+    async def put_if_absent(self, key: str, kind: str, output: Mapping[str, Any],
+                            provenance: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[dict[str, Any] | None] = loop.create_future()
+        text = encode_output(output)
+        self._pending.append((key, kind, text, json.dumps(dict(provenance), sort_keys=True) if provenance else None, done))
+        if self._flushing is None or self._flushing.done() or self._flushing.get_loop() is not loop:
+            self._flushing = loop.create_task(self._flush())
+        winner = await done
+        return dict(output) if winner is None else winner
+
+    async def _flush(self) -> None:
+        """The writer task: commit what is queued, then what was queued meanwhile, until none is."""
+        _, writer = await self._connections()
+        while self._pending:
+            batch, self._pending = self._pending, []
+            try:
+                with self._guard():
+                    async with writer.transaction():
+                        winners = [await self._write(writer, *item[:4]) for item in batch]
+            except BaseException as exc:
+                for item in batch:
+                    if not item[4].done():
+                        item[4].set_exception(exc)
+                if not isinstance(exc, Exception):
+                    raise
+                continue
+            self.commits += 1
+            for item, winner in zip(batch, winners):
+                if not item[4].done():
+                    item[4].set_result(winner)
+
+    @staticmethod
+    async def _write(conn: Any, key: str, kind: str, text: str, provenance: str | None) -> dict[str, Any] | None:
+        checksum = row_checksum(key, kind, text)
+        cur = await conn.execute(
+            "INSERT INTO umni_results(key, kind, output, created, checksum, provenance) VALUES (%s,%s,%s,%s,%s,%s) "
+            "ON CONFLICT (key) DO NOTHING RETURNING key",
+            (key, kind, text, time.time(), checksum, provenance),
+        )
+        if await cur.fetchone() is not None:
+            return None
+        cur = await conn.execute("SELECT kind, output, checksum FROM umni_results WHERE key=%s FOR UPDATE", (key,))
+        row = await cur.fetchone()
+        existing = None if row is None else decode_row(key, *row)
+        if existing is not None:
+            return existing
+        # a damaged row (or one from before checksums): replace it, as SQLite does
+        await conn.execute(
+            "UPDATE umni_results SET kind=%s, output=%s, created=%s, checksum=%s, provenance=%s WHERE key=%s",
+            (kind, text, time.time(), checksum, provenance, key),
+        )
+        return None
+
+    def put_now(self, key: str, kind: str, output: Mapping[str, Any], *, replace: bool = False,
+                provenance: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        text = encode_output(output)
+        prov = json.dumps(dict(provenance), sort_keys=True) if provenance else None
+        with self._guard():
+            if replace:
+                self._sync.execute(
+                    "INSERT INTO umni_results(key, kind, output, created, checksum, provenance) VALUES (%s,%s,%s,%s,%s,%s) "
+                    "ON CONFLICT (key) DO UPDATE SET kind=EXCLUDED.kind, output=EXCLUDED.output, created=EXCLUDED.created, "
+                    "checksum=EXCLUDED.checksum, provenance=EXCLUDED.provenance",
+                    (key, kind, text, time.time(), row_checksum(key, kind, text), prov),
+                )
+                return dict(output)
+            with self._sync.transaction():
+                self._sync.execute(
+                    "INSERT INTO umni_results(key, kind, output, created, checksum, provenance) VALUES (%s,%s,%s,%s,%s,%s) "
+                    "ON CONFLICT (key) DO NOTHING",
+                    (key, kind, text, time.time(), row_checksum(key, kind, text), prov),
+                )
+                row = self._sync.execute("SELECT kind, output, checksum FROM umni_results WHERE key=%s FOR UPDATE", (key,)).fetchone()
+                existing = None if row is None else decode_row(key, *row)
+                if existing is None:
+                    self._sync.execute(
+                        "UPDATE umni_results SET kind=%s, output=%s, created=%s, checksum=%s, provenance=%s WHERE key=%s",
+                        (kind, text, time.time(), row_checksum(key, kind, text), prov, key),
+                    )
+                    return dict(output)
+                return existing
+
+    async def forget(self, key: str) -> None:
+        _, writer = await self._connections()
+        with self._guard():
+            await writer.execute("DELETE FROM umni_results WHERE key=%s", (key,))
+
+    def forget_now(self, key: str) -> None:
+        with self._guard():
+            self._sync.execute("DELETE FROM umni_results WHERE key=%s", (key,))
+
+    # ------------------------------------------------------------------ close
+    async def close(self) -> None:
+        if self._flushing is not None and not self._flushing.done():
+            await self._flushing
+        loop = asyncio.get_running_loop()
+        pair = self._conns.pop(loop, None)
+        for conn in pair or ():
+            await conn.close()
+        self.close_now()
+
+    def close_now(self) -> None:
+        for pair in self._conns.values():
+            for conn in pair:
+                conn.pgconn.finish()
+        self._conns.clear()
+        self._sync.close()

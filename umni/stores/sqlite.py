@@ -1,0 +1,240 @@
+"""The default result store: one SQLite file (WAL), shared by the processes of one machine.
+
+Reads run inline: in WAL mode a read takes microseconds and never waits for a writer. Writes go
+through one writer thread per store, which takes every write queued while it was committing and
+commits them in one transaction, so the event loop never waits on an fsync and a burst of finished
+nodes costs one commit. A caller's write returns once its transaction committed, so a crash loses
+at most the writes not yet acknowledged (nodes still running, as before).
+
+Schema creation (and the upgrade of a cache from before checksums or provenance) happens inside
+`BEGIN IMMEDIATE`, so processes opening one fresh file at once serialise instead of racing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import queue
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import StorageError
+from ..storage import storage_guard, touch_with_umask
+from .base import StoredRow, chunks, decode_row, encode_output, row_checksum
+
+__all__ = ["SqliteResults", "connect", "SCHEMA_VERSION"]
+
+#: `PRAGMA user_version` of the databases this version writes (1: row checksums; 2: provenance).
+SCHEMA_VERSION = 2
+
+#: Most writes committed in one transaction.
+MAX_BATCH = 512
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS results (
+    key TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    output TEXT NOT NULL,
+    created REAL NOT NULL,
+    checksum TEXT,
+    provenance TEXT
+)"""
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """A WAL connection that waits (60 s) for other writers instead of failing."""
+    with storage_guard(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        touch_with_umask(path)
+        conn = sqlite3.connect(path, timeout=60.0, isolation_level=None, check_same_thread=False)
+        conn.execute("PRAGMA busy_timeout=60000")
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        return conn
+
+
+def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
+    return {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+
+
+@dataclass
+class _Write:
+    key: str
+    kind: str
+    text: str
+    provenance: str | None
+    replace: bool
+    done: Future[dict[str, Any] | None] = field(default_factory=Future)
+
+
+class SqliteResults:
+    """Results in `<path>` (a SQLite file); see the module docstring."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.url = f"sqlite:///{self.path}"
+        self.db = connect(self.path)  # reads, on the caller's thread
+        with storage_guard(self.path):
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                self.db.execute(_SCHEMA)
+                columns = _columns(self.db, "results")
+                if "checksum" not in columns:
+                    # a cache from before row checksums: its rows cannot be verified, so they read as
+                    # misses and are replaced as the nodes run again
+                    self.db.execute("ALTER TABLE results ADD COLUMN checksum TEXT")
+                if "provenance" not in columns:
+                    self.db.execute("ALTER TABLE results ADD COLUMN provenance TEXT")
+                self.db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+                self.db.execute("COMMIT")
+            except BaseException:
+                if self.db.in_transaction:
+                    self.db.execute("ROLLBACK")
+                raise
+        self._queue: queue.SimpleQueue[_Write | None] = queue.SimpleQueue()
+        self._writer: threading.Thread | None = None
+        self._start_lock = threading.Lock()
+        self._closed = False
+        #: commits made by the writer (a burst of writes shares one): for tests and the bench
+        self.commits = 0
+
+    # ------------------------------------------------------------------ reads
+    def get_now(self, key: str) -> dict[str, Any] | None:
+        with storage_guard(self.path):
+            row = self.db.execute("SELECT kind, output, checksum FROM results WHERE key=?", (key,)).fetchone()
+        return None if row is None else decode_row(key, *row)
+
+    async def get(self, key: str) -> dict[str, Any] | None:
+        return self.get_now(key)
+
+    async def get_many(self, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
+        found: dict[str, dict[str, Any]] = {}
+        for part in chunks(list(dict.fromkeys(keys))):
+            marks = ",".join("?" * len(part))
+            with storage_guard(self.path):
+                rows = self.db.execute(f"SELECT key, kind, output, checksum FROM results WHERE key IN ({marks})", part).fetchall()
+            for key, kind, text, checksum in rows:
+                output = decode_row(key, kind, text, checksum)
+                if output is not None:
+                    found[key] = output
+        return found
+
+    def rows(self) -> Iterator[StoredRow]:
+        with storage_guard(self.path):
+            rows = self.db.execute("SELECT key, kind, output, checksum, provenance FROM results").fetchall()
+        for row in rows:
+            yield StoredRow(*row)
+
+    def structure_errors(self) -> list[str]:
+        with storage_guard(self.path):
+            return [r[0] for r in self.db.execute("PRAGMA integrity_check") if r[0] != "ok"]
+
+    # ----------------------------------------------------------------- writes
+    def _submit(self, key: str, kind: str, output: Mapping[str, Any], replace: bool,
+                provenance: Mapping[str, Any] | None) -> _Write:
+        if self._closed:
+            raise StorageError("the result store is closed", path=self.path)
+        write = _Write(key, kind, encode_output(output), json.dumps(dict(provenance), sort_keys=True) if provenance else None, replace)
+        with self._start_lock:
+            if self._writer is None or not self._writer.is_alive():
+                self._writer = threading.Thread(target=self._write_loop, name=f"umni-store-writer:{self.path.name}", daemon=True)
+                self._writer.start()
+        self._queue.put(write)
+        return write
+
+    async def put_if_absent(self, key: str, kind: str, output: Mapping[str, Any],
+                            provenance: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        write = self._submit(key, kind, output, False, provenance)
+        winner = await asyncio.wrap_future(write.done)
+        return dict(output) if winner is None else winner
+
+    def put_now(self, key: str, kind: str, output: Mapping[str, Any], *, replace: bool = False,
+                provenance: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        winner = self._submit(key, kind, output, replace, provenance).done.result()
+        return dict(output) if winner is None else winner
+
+    def forget_now(self, key: str) -> None:
+        with storage_guard(self.path):
+            self.db.execute("DELETE FROM results WHERE key=?", (key,))
+
+    async def forget(self, key: str) -> None:
+        self.forget_now(key)
+
+    def _write_loop(self) -> None:
+        conn: sqlite3.Connection | None = None
+        while True:
+            first = self._queue.get()
+            if first is None:
+                break
+            batch = [first]
+            stop = False
+            while len(batch) < MAX_BATCH:
+                try:
+                    more = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if more is None:
+                    stop = True
+                    break
+                batch.append(more)
+            try:
+                if conn is None:
+                    conn = connect(self.path)
+                winners = self._commit(conn, batch)
+            except BaseException as exc:
+                error = exc if isinstance(exc, StorageError) else StorageError(f"writing results failed: {exc}", path=self.path)
+                for write in batch:
+                    write.done.set_exception(error)
+            else:
+                for write, winner in zip(batch, winners):
+                    write.done.set_result(winner)
+            if stop:
+                break
+        if conn is not None:
+            conn.close()
+
+    def _commit(self, conn: sqlite3.Connection, batch: list[_Write]) -> list[dict[str, Any] | None]:
+        """One transaction for the batch; for each write, the row that won (None: this write)."""
+        winners: list[dict[str, Any] | None] = []
+        with storage_guard(self.path):
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                for write in batch:
+                    if not write.replace:
+                        row = conn.execute("SELECT kind, output, checksum FROM results WHERE key=?", (write.key,)).fetchone()
+                        existing = None if row is None else decode_row(write.key, *row)
+                        if existing is not None:
+                            winners.append(existing)
+                            continue
+                    conn.execute(
+                        "INSERT OR REPLACE INTO results(key, kind, output, created, checksum, provenance) VALUES (?,?,?,?,?,?)",
+                        (write.key, write.kind, write.text, time.time(), row_checksum(write.key, write.kind, write.text), write.provenance),
+                    )
+                    winners.append(None)
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+        self.commits += 1
+        return winners
+
+    # ------------------------------------------------------------------ close
+    def close_now(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        writer = self._writer
+        if writer is not None and writer.is_alive():
+            self._queue.put(None)
+            writer.join()
+        self.db.close()
+
+    async def close(self) -> None:
+        await asyncio.to_thread(self.close_now)
