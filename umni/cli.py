@@ -40,7 +40,14 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", help="backend SPEC bound to every role it fills, e.g. sim/umm")
     p.add_argument("--role", action="append", default=[], metavar="ROLE=SPEC", help="bind one role (repeatable)")
     p.add_argument("--out", type=Path, help="run directory; the same directory resumes (default: runs/<protocol>-<hash of the command>)")
-    p.add_argument("--cache", type=Path, help="cache directory shared across runs (default: $UMNI_CACHE or the user cache dir)")
+    p.add_argument("--cache", metavar="URL", help="result store shared across runs: a directory, sqlite:///PATH or "
+                   "postgresql://USER@HOST/DB (default: $UMNI_CACHE or the user cache dir)")
+    p.add_argument("--blobs", metavar="URL", help="image store: a directory or file:///DIR (default: blobs/ beside a "
+                   "SQLite cache; with PostgreSQL a directory every machine mounts)")
+    p.add_argument("--shard", metavar="I/N", help="run only shard I of N of the cases, into <out>-shardIofN ('slurm': "
+                   "from SLURM_ARRAY_TASK_ID/COUNT); the same command without --shard assembles the run from the store")
+    p.add_argument("--phase", metavar="ROLE,…", help="call only these roles' backends; other nodes not in the store stay "
+                   "pending for a later run (e.g. --phase generate, then --phase judge)")
     p.add_argument("--limit", type=int, help="run only the first N cases (N >= 1)")
     p.add_argument("--concurrency", type=int, help="calls in flight per backend, >= 1 (a spec's ?concurrency= wins)")
     p.add_argument("--seed", type=int, help="run seed (default 0)")
@@ -121,6 +128,9 @@ def run_config_from_args(args: argparse.Namespace) -> Any:
         "model": args.model,
         "roles": args.role or None,
         "cache": args.cache,
+        "blobs": getattr(args, "blobs", None),
+        "shard": getattr(args, "shard", None),
+        "phase": getattr(args, "phase", None),
         "limit": args.limit,
         "concurrency": args.concurrency,
         "seed": args.seed,

@@ -39,7 +39,10 @@ class RunConfig(BaseModel):
     cases: Path | None = None
     model: str | None = None
     roles: list[str] = Field(default_factory=list)
-    cache: Path | None = None
+    cache: str | None = Field(default=None, description="result store: a directory, sqlite:///… or postgresql://…")
+    blobs: str | None = Field(default=None, description="image store: a directory or file:///dir (default: beside the cache)")
+    shard: str | None = Field(default=None, description="run only shard I/N of the cases ('slurm': the array task's)")
+    phase: list[str] | None = Field(default=None, description="run only nodes of these roles; the rest stay pending")
     limit: int | None = Field(default=None, description="run only the first N cases (N >= 1)")
     concurrency: int | None = Field(default=None, description="calls in flight per backend (>= 1)")
     seed: int = 0
@@ -90,6 +93,30 @@ class RunConfig(BaseModel):
             raise ValueError(f"--fail-on-error must be a share between 0 and 1 (got {value})")
         return value
 
+    @field_validator("cache", "blobs", mode="before")
+    @classmethod
+    def _location(cls, value: Any) -> Any:
+        return str(value) if isinstance(value, Path) else value
+
+    @field_validator("shard")
+    @classmethod
+    def _shard(cls, value: str | None) -> str | None:
+        from .sharding import parse_shard
+
+        return None if value is None else str(parse_shard(value))  # 'slurm' resolved to I/N here
+
+    @field_validator("phase", mode="before")
+    @classmethod
+    def _phase(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = value.split(",")
+        if isinstance(value, (list, tuple, set, frozenset)):
+            roles = [str(r).strip() for r in value if str(r).strip()]
+            if not roles:
+                raise ValueError("--phase needs at least one role (e.g. --phase generate)")
+            return roles
+        return value
+
     @field_validator("roles", mode="before")
     @classmethod
     def _roles_list(cls, value: Any) -> Any:
@@ -105,15 +132,23 @@ class RunConfig(BaseModel):
     def persisted(self) -> dict[str, Any]:
         """The fields the user set, as JSON: what run.json keeps and a replay passes back verbatim."""
         given = self.model_dump(mode="json", exclude_unset=True, exclude=set(NOT_PERSISTED))
-        for name in ("cases", "cache", "prices"):  # absolute, so a replay from elsewhere finds them
+        for name in ("cases", "cache", "blobs", "prices"):  # absolute, so a replay from elsewhere finds them
             if given.get(name) is not None:
-                given[name] = str(Path(given[name]).resolve())
+                given[name] = _absolute(given[name])
         return given
 
     @classmethod
     def replay(cls, persisted: dict[str, Any], **changes: Any) -> "RunConfig":
         """Rebuild a run's configuration from run.json, with `changes` set on top (they count as set)."""
         return build_config({**persisted, **changes})
+
+
+def _absolute(location: str) -> str:
+    """A path made absolute; a URL as it is, less any password (libpq reads it from PGPASSWORD or
+    ~/.pgpass, so run.json never holds it)."""
+    from .stores import describe
+
+    return describe(location)
 
 
 def build_config(fields: dict[str, Any], *, source: str | None = None) -> RunConfig:

@@ -33,7 +33,9 @@ from .progress import Progress
 from .pricing import default_price_file, estimate, load_prices
 from .protocol import CaseSet, Protocol, get_protocol
 from .runner import CaseJob, LanePool, Runner
+from .sharding import parse_shard
 from .store import Cache, RunStore
+from .stores import describe
 from .storage import exclusive_folder, storage_guard
 from .transcript import case_transcript
 
@@ -83,8 +85,12 @@ _OWN_FILES = frozenset({".lock", "INCOMPLETE"})
 
 
 def run_identity(manifest: dict[str, Any]) -> str:
-    """The hash of what a run directory holds; kept in run.db as well as in run.json."""
-    return fingerprint({k: manifest.get(k) for k in IDENTITY_FIELDS})
+    """The hash of what a run directory holds; kept in run.db as well as in run.json. A shard's
+    directory is also tied to its shard (left out when unsharded, so older directories still match)."""
+    fields = {k: manifest.get(k) for k in IDENTITY_FIELDS}
+    if manifest.get("shard") is not None:
+        fields["shard"] = manifest["shard"]
+    return fingerprint(fields)
 
 
 def _limit_text(limit: int | None) -> str:
@@ -127,7 +133,7 @@ def _check_manifest(out: Path, manifest: dict[str, Any]) -> str | None:
         raise InputError("run.json is not valid UTF-8 JSON; this does not look like a umni run directory", path=path) from None
     if not isinstance(old, dict):
         raise InputError("run.json does not hold a JSON object; this does not look like a umni run directory", path=path)
-    differing = [k for k in IDENTITY_FIELDS if old.get(k) != manifest.get(k)]
+    differing = [k for k in (*IDENTITY_FIELDS, "shard") if old.get(k) != manifest.get(k)]
     if differing:
         raise InputError(
             "this run directory was made by a different command (it differs in: "
@@ -223,10 +229,13 @@ async def evaluate_async(
     `lineage` is recorded in run.json and summary.json (a re-judged run names the run it came from).
     """
     protocol, options, case_set, bindings = prepared
-    out = Path(request.out)
+    shard = parse_shard(request.shard) if request.shard else None
+    out = shard.directory(Path(request.out)) if shard else Path(request.out)
     price_file = request.prices or default_price_file()
     prices = load_prices(price_file) if price_file is not None else None
     cases = case_set.cases[: request.limit] if request.limit is not None else case_set.cases
+    if shard is not None:
+        cases = [c for c in cases if shard.holds(protocol.case_id(c))]
     manifest = {
         "config": request.persisted(),  # verbatim: only what the user set, so a replay sets nothing more
         "protocol": protocol.name,
@@ -237,8 +246,12 @@ async def evaluate_async(
         "seed": request.seed,
         "limit": request.limit,
         "umni": __version__,
-        "cache": str(Path(request.cache).resolve() if request.cache else default_cache_dir()),
+        "cache": describe(request.cache) if request.cache else str(default_cache_dir()),
     }
+    if request.blobs:
+        manifest["blobs"] = describe(request.blobs)
+    if shard is not None:
+        manifest["shard"] = str(shard)
     if lineage:
         manifest["lineage"] = lineage
     with exclusive_folder(out, ".lock", "another umni process is using this run directory; wait for it or pick another --out"):
@@ -246,7 +259,7 @@ async def evaluate_async(
         mark_incomplete(out)  # removed only once results, summary and report are all written
         own_cache = cache is None
         if cache is None:
-            cache = Cache(Path(request.cache) if request.cache else default_cache_dir())
+            cache = Cache(request.cache or default_cache_dir(), blobs=request.blobs)
         store = RunStore(out / "run.db")
         _check_run_db(out, store, manifest)
         events = EventLog(out / "events.jsonl")
@@ -279,6 +292,7 @@ async def evaluate_async(
             progress=progress,
             lanes=lanes,
             frozen_roles=frozen_roles,
+            phase=frozenset(request.phase) if request.phase else None,
         )
         try:
             with progress:
@@ -363,6 +377,8 @@ def _summary(
         "skipped": stats.statuses["skipped"],
         "skipped_cases": len(case_set.skipped),
     }
+    if stats.statuses["pending"]:  # a --phase run: work left for another phase
+        counts["pending"] = stats.statuses["pending"]
     return {
         "protocol": protocol.name,
         "title": protocol.title,

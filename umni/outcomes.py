@@ -2,7 +2,8 @@
 
 Statuses: ``computed`` (called a backend or ran code now), ``cached`` (taken from the cache),
 ``failed`` (gave up; `Failure.kind` says why), ``skipped`` (its `when` condition was false, or an
-input it needs was skipped), ``blocked`` (an input it needs failed).
+input it needs was skipped), ``blocked`` (an input it needs failed), ``pending`` (its role is not
+in this run's ``--phase`` and it is not cached, or an input it needs is pending: a later run does it).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any, Literal
 from .artifacts import ImageRef
 from .secrets import scrub
 
-Status = Literal["computed", "cached", "failed", "skipped", "blocked"]
+Status = Literal["computed", "cached", "failed", "skipped", "blocked", "pending"]
 
 #: Failure kinds, each counted on its own line of a summary.
 FAILURE_KINDS = ("backend", "parse", "invalid", "degenerate", "input", "internal")

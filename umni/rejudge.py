@@ -46,7 +46,7 @@ def rejudge(run: Path, judge: str, out: Path | None = None, *, concurrency: int 
     roles = [f"{role}={spec}" for role, spec in sorted(new_bindings.items())]
     if isinstance(manifest.get("config"), dict):
         # the run's own configuration, verbatim: options it left at their defaults stay defaulted
-        given = {k: v for k, v in manifest["config"].items() if k != "model"}
+        given = {k: v for k, v in manifest["config"].items() if k not in ("model", "phase")}
         request = RunConfig.replay(given, roles=roles, out=out, cache=manifest["cache"], progress=progress,
                                    **({"concurrency": concurrency} if concurrency is not None else {}))
     else:  # a run directory written before run.json kept the configuration

@@ -206,6 +206,9 @@ class Runner:
 
     `frozen_roles` lists roles whose nodes must come from the cache (re-judging an existing run
     re-runs only the judge); a miss there is recorded as a failure instead of a call.
+    `phase` (``--phase``), when given, lists the only roles whose nodes may call a backend: a
+    node of another role that is not cached stays ``pending`` (and so do the nodes that need
+    it), so a Slurm phase holds only its own model's GPUs; a later run picks the case up.
     """
 
     def __init__(
@@ -221,6 +224,7 @@ class Runner:
         window: int | None = None,
         lanes: LanePool | None = None,
         frozen_roles: frozenset[str] = frozenset(),
+        phase: frozenset[str] | None = None,
     ) -> None:
         self.bindings = bindings
         self.cache = cache
@@ -230,6 +234,7 @@ class Runner:
         self.progress = progress or Progress("", enabled=False)
         self.stats = RunStats()
         self.frozen_roles = frozen_roles
+        self.phase = phase
         pool = lanes or LanePool()
         self._lanes: dict[int, _Lane] = {}
         for backend in bindings.unique():
@@ -378,6 +383,9 @@ class Runner:
             message = f"node '{nid}' (role {node.role}) has no cached result, and this run may not call role '{node.role}'"
             self._finish(run, Outcome(nid, "failed", failure=Failure("input", message)))
             return
+        if self.phase is not None and node.role is not None and node.role not in self.phase:
+            self._finish(run, Outcome(nid, "pending"))  # another phase's work: left for a later run
+            return
         if key in self._inflight:  # the same work is already running for another node: share it
             self._inflight[key].append((self, run, nid))
             return
@@ -444,6 +452,8 @@ class Runner:
                 return "blocked"
             if status == "skipped":
                 return "skipped"
+            if status == "pending":
+                return "pending"
         return None
 
     def _gate_values(self, run: _CaseRun, node: Node) -> dict[str, Any]:
@@ -538,7 +548,8 @@ class Runner:
             outcome = Outcome(node.id, "failed", failure=Failure("internal", f"{type(exc).__name__}: {exc}", attempts["calls"] or 1))
         else:
             try:
-                self.cache.put(key, node.kind, output)
+                # the row that won (another process may have stored this key first)
+                output = await self.cache.store(key, node.kind, output)
                 outcome = Outcome(node.id, "computed", output=output, fingerprint=content_fingerprint(output, node.kind))
             except StorageError:
                 raise

@@ -13,6 +13,7 @@ recomputed silently. Disk faults (full, read-only, no permission, damaged file) 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 from pathlib import Path
@@ -69,8 +70,11 @@ class Cache:
     async def lookup_many(self, keys: list[str]) -> dict[str, dict[str, Any]]:
         return await self.results.get_many(keys)
 
-    async def store(self, key: str, kind: str, output: dict[str, Any]) -> dict[str, Any]:
-        """Store `output` unless another process already stored this key; the winner comes back."""
+    async def store(self, key: str, kind: str, output: dict[str, Any], *, replace: bool = False) -> dict[str, Any]:
+        """Store `output` unless another process already stored this key; the winner comes back.
+        `replace` overwrites instead (a node that does not read the cache refreshes its row)."""
+        if replace:
+            return await asyncio.to_thread(self.results.put_now, key, kind, output, replace=True, provenance=self.provenance)
         return await self.results.put_if_absent(key, kind, output, self.provenance)
 
     # -- synchronous API (tests, tools, code outside an event loop)
