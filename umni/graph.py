@@ -14,12 +14,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Union
+from typing import Any, Generic, Literal, TypeVar, Union
 
 import networkx as nx
 
 from . import roles as R
 from .errors import ConfigError
+from .policy import CachePolicy, RetryPolicy
 
 NodeKind = Literal["generate", "edit", "answer", "respond", "judge", "tool", "compute"]
 
@@ -33,18 +34,28 @@ DEFAULT_ROLE: dict[str, str] = {
 }
 
 
+#: What a node's output is when another node reads it: an image, text, or a value (a parsed
+#: judgement, an answer, a tool or compute result). "any" is a `Ref` made by hand; the graph then
+#: looks the type up from the node it names.
+OutputType = Literal["image", "text", "value", "any"]
+
+
 @dataclass(frozen=True)
 class Ref:
     """The output of another node of the same graph, used as an input.
 
     `optional` inputs receive None when that node was skipped or failed, instead of blocking.
+    `type` is what the node produces (builder methods fill it in); `Graph.validate` checks each
+    Ref against the slot it is passed to, so a text given as an edit's image is refused before
+    any call. It is a description, not an identity: two Refs to one node compare equal.
     """
 
     node: str
     optional: bool = False
+    type: OutputType = field(default="any", compare=False)
 
     def maybe(self) -> "Ref":
-        return Ref(self.node, optional=True)
+        return Ref(self.node, optional=True, type=self.type)
 
 
 @dataclass(frozen=True)
@@ -83,6 +94,10 @@ class Node:
     when: Callable[..., bool] | None = None
     version: str = "1"
     repeat: int = 0
+    #: How this node's calls are retried (None: the run's policy) and whether it uses the cache
+    #: (None: its kind's default); data about how, not what, so neither enters the key.
+    retry: RetryPolicy | None = None
+    cache: CachePolicy | None = None
     _code_identity: dict[str, str] | None = field(default=None, init=False, repr=False, compare=False)
 
     def refs(self) -> list[Ref]:
@@ -125,20 +140,37 @@ def _callable_name(fn: Callable[..., Any]) -> str:
     return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
 
 
-class Graph:
-    """The nodes of one case. Builder methods return a `Ref` to the new node's output."""
+H = TypeVar("H")
 
-    def __init__(self, case_id: str) -> None:
+
+class Graph(Generic[H]):
+    """The nodes of one case. Builder methods return a `Ref` to the new node's output.
+
+    `handles` is what a protocol's `build` keeps of the Refs it made (any typed object: a
+    dataclass or pydantic model of Refs); the runner passes it on with the case's outcomes
+    (`umni.outcomes.CaseResult`), so `record` reads outcomes by handle, not by node id string.
+    """
+
+    def __init__(self, case_id: str, handles: H | None = None) -> None:
         self.case_id = case_id
         self.nodes: dict[str, Node] = {}
+        self.handles: H | None = handles
+
+    def with_handles(self, handles: H) -> "Graph[H]":
+        """Keep `handles` with the graph (returns the graph, for ``return g.with_handles(...)``)."""
+        self.handles = handles
+        return self
 
     def add(self, node: Node) -> Ref:
         if node.id in self.nodes:
             raise ConfigError(f"graph for case '{self.case_id}': node id '{node.id}' is used twice")
-        if node.kind in DEFAULT_ROLE and node.role is None:
-            node.role = DEFAULT_ROLE[node.kind]
+        from .kinds import find_kind
+
+        kind = find_kind(node.kind)
+        if kind is not None and kind.default_role is not None and node.role is None:
+            node.role = kind.default_role
         self.nodes[node.id] = node
-        return Ref(node.id)
+        return Ref(node.id, type=kind.output_type(node) if kind is not None else "any")
 
     def generate(self, id: str, prompt: str | Sequence[PromptPart], *, role: str | None = None, **params: Any) -> Ref:
         """An image from an interleaved prompt."""
@@ -232,6 +264,15 @@ class Graph:
         node.params = {"fn": _callable_name(fn), "const": dict(const or {})}
         return self.add(node)
 
+    def policy(self, ref: Ref, *, retry: RetryPolicy | None = None, cache: CachePolicy | None = None) -> Ref:
+        """Attach a retry and/or cache policy to the node behind `ref` (not part of its key)."""
+        node = self.nodes[ref.node]
+        if retry is not None:
+            node.retry = retry
+        if cache is not None:
+            node.cache = cache
+        return ref
+
     def when(self, ref: Ref, condition: Callable[..., bool], **inputs: Ref) -> None:
         """Run the node behind `ref` only if `condition(**input values)` holds."""
         node = self.nodes[ref.node]
@@ -247,29 +288,25 @@ class Graph:
         """Check the graph; return node ids in a dependency order. Errors name the node."""
         dag = nx.DiGraph()
         dag.add_nodes_from(self.nodes)
+        from .kinds import find_kind, known_kinds
+
         for node in self.nodes.values():
-            if node.kind not in DEFAULT_ROLE and node.kind not in ("tool", "compute"):
-                raise ConfigError(f"case '{self.case_id}', node '{node.id}': unknown node kind '{node.kind}'")
+            kind = find_kind(node.kind)
+            if kind is None:
+                raise ConfigError(
+                    f"case '{self.case_id}', node '{node.id}': unknown node kind '{node.kind}' (known: {', '.join(known_kinds())})"
+                )
             for ref in node.refs():
                 if ref.node not in self.nodes:
                     raise ConfigError(
                         f"case '{self.case_id}', node '{node.id}': input refers to node '{ref.node}', which is not in the graph"
                     )
                 dag.add_edge(ref.node, node.id)
-            if node.kind == "compute" and node.fn is None:
-                raise ConfigError(f"case '{self.case_id}', node '{node.id}': compute node has no function")
-            if node.kind == "compute":
-                for name, value in node.inputs.items():
-                    if not isinstance(value, Ref):
-                        raise ConfigError(
-                            f"case '{self.case_id}', node '{node.id}': compute input '{name}' is {type(value).__name__}, "
-                            "not a node output (Ref); fixed values go in const={...}"
-                        )
+            where = f"case '{self.case_id}', node '{node.id}'"
+            kind.check(node, where)
+            for slot, ref, accepted in kind.slots(node):
+                self._check_ref_type(where, slot, ref, accepted)
             node.code_identity(self.case_id)
-            if node.kind == "tool" and node.role not in R.TOOL_ROLES:
-                raise ConfigError(f"case '{self.case_id}', node '{node.id}': tool role must be one of {', '.join(R.TOOL_ROLES)}")
-            if node.kind == "edit" and not node.images:
-                raise ConfigError(f"case '{self.case_id}', node '{node.id}': edit node has no input image")
             if bound_roles is not None and node.role and node.role not in bound_roles and R.DERIVED_ROLES.get(node.role) not in bound_roles:
                 raise ConfigError(
                     f"case '{self.case_id}', node '{node.id}' needs role '{node.role}', which the binding does not fill "
@@ -281,3 +318,20 @@ class Graph:
             return list(nx.topological_sort(dag))
         path = " -> ".join(edge[0] for edge in cycle) + f" -> {cycle[0][0]}"
         raise ConfigError(f"case '{self.case_id}': the graph has a cycle: {path}")
+
+    def produces(self, ref: Ref) -> OutputType:
+        """What the node behind `ref` outputs (image / text / value), from its kind."""
+        from .kinds import find_kind
+
+        node = self.nodes[ref.node]
+        kind = find_kind(node.kind)
+        return kind.output_type(node) if kind is not None else "any"
+
+    def _check_ref_type(self, where: str, slot: str, ref: Ref, accepted: tuple[OutputType, ...]) -> None:
+        produced = self.produces(ref)
+        if ref.type != "any" and produced != "any" and ref.type != produced:
+            raise ConfigError(f"{where}: {slot} is a Ref typed {ref.type}, but node '{ref.node}' outputs {produced}")
+        if produced != "any" and "any" not in accepted and produced not in accepted:
+            raise ConfigError(
+                f"{where}: {slot} needs {' or '.join(accepted)}, but node '{ref.node}' outputs {produced}"
+            )

@@ -8,8 +8,9 @@ in this run's ``--phase`` and it is not cached, or an input it needs is pending:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Generic, Literal, TypeVar
 
 from .artifacts import ImageRef
 from .secrets import scrub
@@ -78,3 +79,19 @@ class Outcome:
         if self.failure is not None:
             data["failure"] = self.failure.to_json()
         return data
+
+
+H = TypeVar("H")
+
+
+class CaseResult(dict[str, Outcome], Generic[H]):
+    """A finished case's outcomes by node id, with the typed handles its graph was built with
+    (`Graph.handles`): a protocol's `record` reads ``result[handles.image]`` instead of agreeing
+    on node id strings with `build`. Still a plain mapping of node id to `Outcome`."""
+
+    def __init__(self, outcomes: Mapping[str, Outcome], handles: H) -> None:
+        super().__init__(outcomes)
+        self.handles = handles
+
+    def __getitem__(self, key: Any) -> Outcome:
+        return super().__getitem__(getattr(key, "node", key))

@@ -1,0 +1,72 @@
+"""``compute``: plain Python over other nodes' outputs, run in process; its result must be JSON."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from typing import Any, ClassVar
+
+from pydantic import BaseModel
+
+from ..errors import ConfigError
+from ..graph import Node, Ref
+from . import register
+from .base import ANY_TYPE, Kind, KindContext, Slot
+
+
+class ValueOutput(BaseModel):
+    value: Any
+
+
+def json_output(value: Any, where: str = "value") -> Any:
+    """`value` as plain JSON data, numpy scalars and arrays converted; TypeError names what is not.
+
+    A compute function's result is stored, hashed into downstream keys and written to results, so
+    it must be JSON: a numpy number becomes the Python number, an array a (nested) list."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        if isinstance(value, numpy.generic):
+            return json_output(value.item(), where)
+        if isinstance(value, numpy.ndarray):
+            if value.dtype.kind not in "biuf":
+                raise TypeError(f"{where} is a numpy array of dtype {value.dtype}, which is not JSON")
+            return value.tolist()
+    if isinstance(value, (list, tuple)):
+        return [json_output(v, f"{where}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, dict):
+        bad = [k for k in value if not isinstance(k, str)]
+        if bad:
+            raise TypeError(f"{where} has a key {bad[0]!r} that is not a string")
+        return {k: json_output(v, f"{where}[{k!r}]") for k, v in value.items()}
+    raise TypeError(f"{where} is a {type(value).__module__}.{type(value).__qualname__}, which is not JSON")
+
+
+class Compute(Kind):
+    name = "compute"
+    calls_backend: ClassVar[bool] = False
+    Output = ValueOutput
+
+    def check(self, node: Node, where: str) -> None:
+        if node.fn is None:
+            raise ConfigError(f"{where}: compute node has no function")
+        for name, value in node.inputs.items():
+            if not isinstance(value, Ref):
+                raise ConfigError(
+                    f"{where}: compute input '{name}' is {type(value).__name__}, not a node output (Ref); fixed values go in const={{...}}"
+                )
+
+    def slots(self, node: Node) -> Iterator[Slot]:
+        for name, ref in node.inputs.items():
+            yield f"input '{name}'", ref, ANY_TYPE
+
+    async def execute(self, ctx: KindContext) -> ValueOutput:
+        node = ctx.node
+        assert node.fn is not None
+        ctx.calls += 1
+        value = node.fn(**node.params.get("const", {}), **ctx.values())
+        return ValueOutput(value=json_output(value, f"the value returned by compute node '{node.id}'"))
+
+
+register(Compute())

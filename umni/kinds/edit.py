@@ -1,0 +1,36 @@
+"""``edit``: an image made by changing the node's input image(s) as its instruction says."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import ClassVar
+
+from .. import roles as R
+from ..errors import ConfigError
+from ..graph import Node, OutputType
+from . import register
+from .base import Kind, KindContext
+from .generate import ImageOutput
+
+
+class Edit(Kind):
+    name = "edit"
+    default_role = R.EDIT
+    output: ClassVar[OutputType] = "image"
+    Output = ImageOutput
+
+    def check(self, node: Node, where: str) -> None:
+        super().check(node, where)
+        if not node.images:
+            raise ConfigError(f"{where}: edit node has no input image")
+
+    async def execute(self, ctx: KindContext) -> ImageOutput:
+        images = [ctx.image(item) for item in ctx.node.images]
+        instruction = " ".join(p for p in ctx.parts() if isinstance(p, str))
+        backend = ctx.backend
+        reply = await ctx.call(lambda: backend.edit(images, instruction, seed=ctx.seed()))
+        ref = await ctx.store_image(reply.image)
+        return ImageOutput(image=ref.model_dump(), usage=asdict(reply.usage))
+
+
+register(Edit())

@@ -1,0 +1,22 @@
+"""``embed``: one feature vector for the image, as a list of floats."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PIL import Image
+
+from ..base import KindContext
+from . import ToolRole, register_tool
+
+
+class Embed(ToolRole):
+    name = "embed"
+
+    async def run(self, ctx: KindContext, image: Image.Image) -> Any:
+        backend = ctx.backend
+        vectors = await ctx.call(lambda: backend.embed([image]))
+        return [float(x) for x in vectors[0]]
+
+
+register_tool(Embed())

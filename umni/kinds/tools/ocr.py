@@ -1,0 +1,23 @@
+"""``ocr``: the lines of text in an image, each with its box and confidence."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from PIL import Image
+
+from ..base import KindContext
+from . import ToolRole, register_tool
+
+
+class Ocr(ToolRole):
+    name = "ocr"
+
+    async def run(self, ctx: KindContext, image: Image.Image) -> Any:
+        backend = ctx.backend
+        lines = await ctx.call(lambda: backend.read_text(image))
+        return [asdict(line) for line in lines]
+
+
+register_tool(Ocr())
