@@ -1,0 +1,114 @@
+"""Whole `umni run` processes over each store: sharding then assembling, phases, two runs sharing a
+store, and SIGKILL at random moments then resume. Every result file is compared byte for byte with
+one single-process run on a private SQLite cache (`reference`)."""
+
+from __future__ import annotations
+
+import random
+import time
+from pathlib import Path
+
+import pytest
+from runs import NODES_PER_CASE, case_ids, finish, kill_after, run, start, summary
+
+from umni.sharding import parse_shard
+from umni.store import Cache, RunStore
+
+LIMIT = 8
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[bytes, float]:
+    tmp = tmp_path_factory.mktemp("reference")
+    started = time.monotonic()
+    run(tmp / "out", ["--cache", str(tmp / "cache")], limit=LIMIT)
+    return (tmp / "out" / "results.jsonl").read_bytes(), time.monotonic() - started
+
+
+def assert_store_undamaged(store) -> None:
+    cache = Cache(store.cache, blobs=store.blobs)
+    try:
+        assert cache.integrity_errors() == []
+    finally:
+        cache.close()
+
+
+def test_two_shards_in_parallel_then_assemble_from_the_store(tmp_path: Path, store, reference) -> None:
+    want, _ = reference
+    out = tmp_path / "run"
+    finish([start(out, store.cli(), limit=LIMIT, extra=["--shard", f"{i}/2"]) for i in (1, 2)])
+    shards = [tmp_path / "run-shard1of2", tmp_path / "run-shard2of2"]
+    held = [set(case_ids(s)) for s in shards]
+    assert all(held) and not held[0] & held[1]  # each shard did some of the cases, none twice
+    computed = [summary(s)["counts"]["computed"] for s in shards]
+    assert sum(computed) == LIMIT * NODES_PER_CASE
+
+    run(out, store.cli(), limit=LIMIT)  # the same command without --shard
+    counts = summary(out)["counts"]
+    assert counts["computed"] == 0 and counts["cached"] == LIMIT * NODES_PER_CASE
+    assert (out / "results.jsonl").read_bytes() == want
+    assert_store_undamaged(store)
+
+
+def test_slurm_array_tasks_pick_their_shard_and_directory(tmp_path: Path) -> None:
+    env = {"SLURM_ARRAY_TASK_ID": "3", "SLURM_ARRAY_TASK_COUNT": "4", "SLURM_ARRAY_TASK_MIN": "0"}
+    shard = parse_shard("slurm", env)
+    assert str(shard) == "4/4" and shard.directory(Path("runs/x")) == Path("runs/x-shard4of4")
+    assert str(parse_shard("slurm", {**env, "SLURM_ARRAY_TASK_ID": "1", "SLURM_ARRAY_TASK_MIN": "1"})) == "1/4"
+    with pytest.raises(ValueError, match="SLURM_ARRAY_TASK_ID"):
+        parse_shard("slurm", {})
+    with pytest.raises(ValueError, match="between 1 and N"):
+        parse_shard("0/2")
+    # by sha256 of the id: 'a' -> ca978112ca1bbdca…, whose first 8 bytes are 0xca978112ca1bbdca, even
+    assert parse_shard("1/2").holds("a") and not parse_shard("2/2").holds("a")
+    ids = [f"case-{i}" for i in range(200)]
+    owners = [[s for s in (parse_shard(f"{j}/3") for j in (1, 2, 3)) if s.holds(i)] for i in ids]
+    assert all(len(o) == 1 for o in owners)  # every case in exactly one shard
+
+
+def test_phases_run_one_role_at_a_time_and_end_as_one_run(tmp_path: Path, store, reference) -> None:
+    want, _ = reference
+    out = tmp_path / "run"
+    run(out, store.cli(), limit=LIMIT, extra=["--phase", "generate"])
+    first = summary(out)["counts"]
+    assert first["computed"] == LIMIT  # one generate node per case; nothing else called a backend
+    assert first["pending"] == LIMIT * (NODES_PER_CASE - 1)
+    assert RunStore(out / "run.db").complete_ids() == set()  # every case waits for the next phase
+    run(out, store.cli(), limit=LIMIT)
+    second = summary(out)["counts"]
+    assert second["computed"] == LIMIT * (NODES_PER_CASE - 1) and second["cached"] == LIMIT
+    assert (out / "results.jsonl").read_bytes() == want
+
+
+def test_two_runs_sharing_a_store_both_finish_uncorrupted(tmp_path: Path, store, reference) -> None:
+    want, _ = reference
+    outs = [tmp_path / "a", tmp_path / "b"]
+    finish([start(out, store.cli(), limit=LIMIT) for out in outs])
+    assert_store_undamaged(store)
+    for out in outs:
+        assert (out / "results.jsonl").read_bytes() == want
+    computed = sum(summary(out)["counts"]["computed"] for out in outs)
+    assert LIMIT * NODES_PER_CASE <= computed <= 2 * LIMIT * NODES_PER_CASE
+    run(tmp_path / "c", store.cli(), limit=LIMIT)
+    assert summary(tmp_path / "c")["counts"]["computed"] == 0
+
+
+def test_sigkill_at_random_moments_then_resume(tmp_path: Path, store, reference) -> None:
+    want, duration = reference
+    rng = random.Random(20251125)
+    out = tmp_path / "run"
+    landed = 0
+    finished_before: dict[str, dict] = {}
+    for _ in range(4):
+        code = kill_after(start(out, store.cli(), limit=LIMIT), rng.uniform(0.3, duration * 1.1))
+        assert code in (None, 0)
+        landed += code is None
+        assert_store_undamaged(store)
+        stored = {r["case_id"]: r for r in RunStore(out / "run.db").records()} if (out / "run.db").exists() else {}
+        for case_id, record in finished_before.items():  # a finished case stays finished, unchanged
+            assert stored[case_id] == record
+        finished_before = stored
+    run(out, store.cli(), limit=LIMIT)
+    assert_store_undamaged(store)
+    assert (out / "results.jsonl").read_bytes() == want
+    assert landed >= 2, "most kills should interrupt a live run"
