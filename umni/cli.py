@@ -106,6 +106,8 @@ def build_parser() -> argparse.ArgumentParser:
     check = cases_sub.add_parser("check", help="validate a case file and report what is wrong or repaired")
     check.add_argument("protocol")
     check.add_argument("path", type=Path, nargs="?")
+    check.add_argument("--option", action="append", default=[], type=_key_value, metavar="KEY=VALUE",
+                       help="protocol option that changes how cases are read (e.g. wise set=legacy; repeatable)")
     schema = cases_sub.add_parser("schema", help="print the JSON Schema of a protocol's cases")
     schema.add_argument("protocol")
     return parser
@@ -335,7 +337,7 @@ def cmd_cases(args: argparse.Namespace) -> int:
     if args.cases_command == "schema":
         print(json.dumps(protocol.case_schema(), indent=2))
         return EXIT_OK
-    options = protocol.parse_options({})
+    options = protocol.parse_options(dict(args.option))
     path = args.path or protocol.bundled_cases()
     case_set = protocol.load(path, options)
     _check_case_images(protocol, case_set, options)

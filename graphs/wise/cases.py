@@ -77,6 +77,23 @@ class WisePrompt(BaseModel):
         return f"{self.prompt_id}.png"
 
 
+#: How the official files spell each category (the id decides; labels only help recognise a set).
+OFFICIAL_CATEGORY = {
+    "culture": "Cultural knowledge",
+    "time": "time",
+    "space": "Space",
+    "biology": "Biology",
+    "physics": "Physical Knowledge",
+    "chemistry": "Chemistry",
+}
+
+#: Where each set lives in the published repository (PKU-YuanGroup/WISE) as cloned.
+REPOSITORY_FOLDERS: dict[Variant, tuple[str, ...]] = {
+    "verified": ("data_verified",),
+    "legacy": ("WISE_legacy/data", "data"),  # the repository root, or its WISE_legacy folder
+}
+
+
 def category_of(prompt_id: int, variant: Variant) -> str:
     """The category a prompt id belongs to in `variant`; raises ValueError outside 1..1000."""
     for name, (low, high) in _ranges(variant).items():
@@ -138,6 +155,58 @@ class WiseCaseSet:
         return grouped
 
 
+def set_folder(path: str | Path, variant: Variant) -> Path:
+    """The folder holding `variant`'s files under `path`: a ``legacy/`` or ``verified/`` subfolder,
+    the published repository's ``data_verified/`` or ``WISE_legacy/data/``, else `path` itself."""
+    path = Path(path)
+    for name in (variant, *REPOSITORY_FOLDERS[variant]):
+        if (path / name).is_dir() and set_files(path / name, variant):
+            return path / name
+    return path
+
+
+def other_set(variant: Variant) -> Variant:
+    return "verified" if variant == "legacy" else "legacy"
+
+
+def _hint(found: Variant) -> str:
+    if found == "legacy":
+        return "add --option set=legacy (with scoring=legacy for the paper's WiScore)"
+    return "leave out set=legacy (the verified set is the default)"
+
+
+def refuse_other_set_file(path: Path, variant: Variant) -> None:
+    """Refuse a file named as one of the other set's files: its prompt ids follow other ranges."""
+    names = {
+        "legacy": (*LEGACY_FILES, *LEGACY_REWRITE_FILES),
+        "verified": (VERIFIED_MERGED_FILE, *VERIFIED_SPLIT_FILES),
+    }
+    other = other_set(variant)
+    if path.name in names[other]:
+        raise InputError(
+            f"this is a file of the {other} WISE set, whose category id ranges differ from the {variant} "
+            f"set's; {_hint(other)}",
+            path=path,
+        )
+
+
+def refuse_other_set_labels(prompts: Sequence[WisePrompt], variant: Variant, path: Path) -> None:
+    """Refuse prompts whose ``Category`` labels fit the other set's id ranges better than `variant`'s
+    (a renamed file of the other set): scored with the wrong ranges, prompts land in wrong categories."""
+    other = other_set(variant)
+
+    def fits(v: Variant) -> int:
+        return sum(p.Category == OFFICIAL_CATEGORY[category_of(p.prompt_id, v)] for p in prompts)
+
+    here, there = fits(variant), fits(other)
+    if there > here:
+        raise InputError(
+            f"the Category labels of {there} prompt(s) match the {other} set's id ranges but only {here} match the "
+            f"{variant} set's: this looks like {other} WISE data; {_hint(other)}",
+            path=path,
+        )
+
+
 def set_files(directory: str | Path, variant: Variant, *, rewrite: bool = False) -> list[Path]:
     """The files `load_set` reads for `variant` in `directory` (only those that exist)."""
     directory = Path(directory)
@@ -165,6 +234,11 @@ def load_set(directory: str | Path, variant: Variant, *, rewrite: bool = False) 
         raise InputError("WISE set directory not found", path=directory)
     files = set_files(directory, variant, rewrite=rewrite)
     if not files:
+        if set_files(directory, other_set(variant)):
+            raise InputError(
+                f"these are files of the {other_set(variant)} WISE set, not the {variant} set; {_hint(other_set(variant))}",
+                path=directory,
+            )
         if variant == "legacy":
             wanted: Sequence[str] = LEGACY_REWRITE_FILES if rewrite else LEGACY_FILES
         else:

@@ -51,20 +51,32 @@ Realism: <0-2>
 Aesthetic Quality: <0-2>"""
 
 _VERIFIED_TEMPLATE = """\
-You are checking one image made by a text-to-image model. The prompt names its subject indirectly, so
-the model had to use world knowledge; the note below says what a correct image shows.
+You are checking one image made by a text-to-image model. The prompt often names its subject only
+indirectly (through culture, science, space or time), so the model had to work out what to draw; the
+note below is the reference reading: it says what the right answer is and what a correct image shows.
+Judge meaning, not beauty.
 
 Prompt given to the model: "{prompt}"
 What a correct image shows: "{explanation}"
 
-Give 1 only if the image shows the correct subject with the properties the note requires, and the
-image is not broken (no garbled, missing or unrecognisable subject). Otherwise give 0. If you are
-unsure, give 0. Judge meaning, not beauty.
+Give 1 only if both hold:
+- the image shows what the note requires: the right subject, with the states, behaviours, relations
+  or effects the knowledge implies, not merely the literal words of the prompt;
+- the image is usable: no collapsed, badly deformed, garbled or unrecognisable main subject.
+An ordinary composition, a plain or non-photographic style, or modest looks are no reason for 0.
+
+Give 0 if the intended answer is missing or wrong, a key object, attribute or relation is missing or
+contradicted, the evidence is too ambiguous to verify, or the image is broken. If in doubt, give 0.
 
 Reply with exactly the line below, with 0 or 1 in place of the range, and no other text.
 
 {heading}
 Score: <0-1>"""
+
+
+#: System messages of the two judge requests (the official requests carry one too; these are umni's words).
+LEGACY_SYSTEM = "You grade images made by text-to-image models. Apply the grading protocol strictly and answer only in its format."
+VERIFIED_SYSTEM = "You check images made by text-to-image models for a knowledge benchmark. Follow the protocol exactly."
 
 
 class LegacyScores(NamedTuple):
@@ -85,47 +97,104 @@ def verified_judge_prompt(prompt: str, explanation: str) -> str:
     return _VERIFIED_TEMPLATE.format(prompt=prompt, explanation=explanation, heading=ANSWER_HEADING)
 
 
-# A labelled mark: optional bold around the label, optional ':' or '：', then a number. The number
-# is read whole (not one digit, as the official regex does) so "10" is rejected, not read as 1.
-_LABELLED = re.compile(
-    r"\*{0,2}\s*(consistency|realism|aesthetic\s+quality)\s*\*{0,2}\s*[:：]?\s*\*{0,2}\s*(\d+(?:\.\d+)?)",
-    re.IGNORECASE,
-)
-_BARE_DIGIT_LINE = re.compile(r"^\s*\*{0,2}\s*(\d)\s*\*{0,2}\s*$")
-_VERIFIED = re.compile(r"\*{0,2}\s*score\s*\*{0,2}\s*[:：]?\s*\*{0,2}\s*(\d+(?:\.\d+)?)", re.IGNORECASE)
+# -- reading the judge's reply ----------------------------------------------------------------------
+#
+# The official scripts' rules, restated (PKU-YuanGroup/WISE ``vllm_eval.py`` and
+# ``WISE_legacy/gpt_eval.py``):
+#
+# * a label is the word, optionally wrapped in up to two ``*`` on each side, then optional blanks, an
+#   optional ASCII colon (a full-width colon is not in the official class), optional blanks, a mark;
+# * verified: complete ``<think>…</think>`` blocks are removed first (then any stray ``</think>``
+#   tag); the FIRST ``Score`` label followed by a 0 or 1 digit gives the score; with no such label,
+#   a reply with exactly one line that is a bare 0 or 1 gives it;
+# * legacy: every Consistency / Realism / Aesthetic Quality label is read (one digit after it), the
+#   LAST of each label winning; with no label at all, the first three lines that are a bare 0, 1 or
+#   2 are C, R, A. Nothing is stripped first.
+#
+# umni keeps these rules and adds two refusals, both listed deviations (see `deviations.py`): the
+# number after a label is read whole, so ``10``, ``1.5`` or a legacy ``5`` is asked again instead of
+# being read as its first digit (officially ``Score: 2`` is passed over for a later ``Score: 1``, and
+# legacy marks 3-9 are accepted); and a reply holding only the end of a reasoning block (the
+# template opened ``<think>``) is read after its last ``</think>``, where the official script removes
+# the tag and reads the draft before it.
+
+_LABEL = r"\*{{0,2}}({label})\*{{0,2}}\s*:?\s*"
+_OFFICIAL_VERIFIED = re.compile(_LABEL.format(label="Score") + r"([01])\b", re.IGNORECASE)
+_WHOLE_VERIFIED = re.compile(_LABEL.format(label="Score") + r"(\d+(?:\.\d+)?)\b", re.IGNORECASE)
+_LEGACY_WORDS = "Consistency|Realism|Aesthetic Quality"
+_OFFICIAL_LEGACY = re.compile(_LABEL.format(label=_LEGACY_WORDS) + r"(\d)", re.IGNORECASE)
+_WHOLE_LEGACY = re.compile(_LABEL.format(label=_LEGACY_WORDS) + r"(\d+(?:\.\d+)?)\b", re.IGNORECASE)
+_BARE_BINARY = re.compile(r"(?m)^\s*([01])\s*$")
+_BARE_MARK = re.compile(r"(?m)^\s*([0-2])\s*$")
+_THINK_BLOCK = re.compile(r"<think>.*?</think>\s*", re.DOTALL)
+_THINK_END = re.compile(r"</think>\s*")
+_MARK_KEYS = ("consistency", "realism", "aesthetic_quality")
+
+
+def official_strip_think(text: str) -> str:
+    """The verified script's clean-up: whole think blocks removed, then any stray closing tag."""
+    return _THINK_END.sub("", _THINK_BLOCK.sub("", text)).strip()
+
+
+def strip_think(text: str) -> str:
+    """umni's clean-up: whole think blocks removed, and everything up to a stray closing tag (the
+    reasoning of a reply whose opening tag was in the chat template)."""
+    text = _THINK_BLOCK.sub("", text)
+    if "</think>" in text:
+        text = text.rsplit("</think>", 1)[1]
+    return text.strip()
+
+
+def official_verified_reading(text: str) -> int | None:
+    """The score the official verified script reads from `text`, or None where it gives up."""
+    text = official_strip_think(text)
+    match = _OFFICIAL_VERIFIED.search(text)
+    if match:
+        return int(match.group(2))
+    bare = _BARE_BINARY.findall(text)
+    return int(bare[0]) if len(bare) == 1 else None
+
+
+def official_legacy_reading(text: str) -> dict[str, float] | None:
+    """The three marks the official legacy script reads from `text` (any digit 0-9, as it accepts),
+    or None where it gives up (no label and fewer than three bare mark lines, or a label missing)."""
+    found = {label.lower().replace(" ", "_"): float(value) for label, value in _OFFICIAL_LEGACY.findall(text)}
+    if not found:
+        bare = _BARE_MARK.findall(text)
+        return dict(zip(_MARK_KEYS, map(float, bare[:3]))) if len(bare) >= 3 else None
+    return found if set(found) == set(_MARK_KEYS) else None
 
 
 def parse_legacy_answer(text: str) -> LegacyScores:
-    """Read ``Consistency: X`` / ``Realism: X`` / ``Aesthetic Quality: X`` from a judge answer.
-
-    Labels are case-insensitive and may be bold (``**Realism**: 1``), with or without a colon; if a
-    label appears twice the last one counts (as in the official script). When no label is found at
-    all, an answer of exactly three lines holding one digit each is read in the order C, R, A.
-    """
+    """The three marks of a legacy judge reply, read by the official rules (module comment above);
+    a mark that is not a whole number 0-2 is an `InvalidAnswer`, no readable marks a `ParseFailure`."""
     found: dict[str, str] = {}
-    for label, value in _LABELLED.findall(text):
-        found[" ".join(label.lower().split())] = value
+    for label, value in _WHOLE_LEGACY.findall(text):
+        found[label.lower().replace(" ", "_")] = value
     if found:
-        absent = [name for name in LEGACY_LABELS if name.lower() not in found]
+        absent = [name for key, name in zip(_MARK_KEYS, LEGACY_LABELS) if key not in found]
         if absent:
             raise ParseFailure(f"judge answer gives no mark for {', '.join(absent)}", raw=text)
-        values = [found[name.lower()] for name in LEGACY_LABELS]
+        values = [found[key] for key in _MARK_KEYS]
     else:
-        lines = [line for line in text.splitlines() if line.strip()]
-        digits = [_BARE_DIGIT_LINE.match(line) for line in lines]
-        if len(lines) != 3 or not all(digits):
+        bare = _BARE_MARK.findall(text)
+        if len(bare) < 3:
             raise ParseFailure("judge answer has no Consistency/Realism/Aesthetic Quality marks", raw=text)
-        values = [m.group(1) for m in digits if m]
-    marks = [_mark(value, 2, name, text) for name, value in zip(LEGACY_LABELS, values)]
-    return LegacyScores(*marks)
+        values = bare[:3]
+    return LegacyScores(*(_mark(value, 2, name, text) for name, value in zip(LEGACY_LABELS, values)))
 
 
 def parse_verified_answer(text: str) -> int:
-    """Read ``Score: 0|1`` (case-insensitive, optional bold and colon); the last one counts."""
-    matches = _VERIFIED.findall(text)
-    if not matches:
-        raise ParseFailure("judge answer has no 'Score: 0|1' line", raw=text)
-    return _mark(matches[-1], 1, VERIFIED_LABEL, text)
+    """The 0/1 score of a verified judge reply, read by the official rules (module comment above)
+    after umni's think clean-up; a first ``Score`` that is not 0 or 1 is an `InvalidAnswer`."""
+    cleaned = strip_think(text)
+    match = _WHOLE_VERIFIED.search(cleaned)
+    if match:
+        return _mark(match.group(2), 1, VERIFIED_LABEL, text)
+    bare = _BARE_BINARY.findall(cleaned)
+    if len(bare) != 1:
+        raise ParseFailure("judge answer has no 'Score: 0|1' line (nor exactly one bare 0 or 1)", raw=text)
+    return int(bare[0])
 
 
 def _mark(value: str, highest: int, label: str, raw: str) -> int:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
@@ -32,9 +32,14 @@ from umni.roles import GENERATE, JUDGE
 
 from . import prompts as P
 from . import scoring as S
+from .deviations import deviations
 from .cases import (
     CATEGORIES,
+    OFFICIAL_CATEGORY,
     REWRITE_SUFFIX,
+    refuse_other_set_file,
+    refuse_other_set_labels,
+    set_folder,
     Variant,
     WisePrompt,
     category_of,
@@ -46,16 +51,6 @@ from .cases import (
 
 IMAGE_NODE = "image"
 JUDGE_NODE = "judge"
-
-#: How the official files spell each category; a record spelled otherwise gets a note (the id decides).
-OFFICIAL_CATEGORY = {
-    "culture": "Cultural knowledge",
-    "time": "time",
-    "space": "Space",
-    "biology": "Biology",
-    "physics": "Physical Knowledge",
-    "chemistry": "Chemistry",
-}
 
 #: Column titles of the paper's main table.
 CATEGORY_TITLES = {
@@ -70,8 +65,13 @@ CATEGORY_TITLES = {
 #: The legacy judge's marks (record keys) and how the paper names them.
 MARKS = {"consistency": "Consistency", "realism": "Realism", "aesthetic_quality": "Aesthetic Quality"}
 
-#: Enough for three short lines even from a chatty judge; part of the judge's cache key.
-JUDGE_MAX_TOKENS = 512
+#: Reply-length limits of the official judge requests (verified ``vllm_eval.py``: 500 tokens; legacy
+#: ``gpt_eval.py``: 2000); part of the judge's cache key.
+JUDGE_MAX_TOKENS = {"verified": 500, "legacy": 2000}
+#: The official requests sample greedily.
+JUDGE_TEMPERATURE = 0.0
+#: What the verified script sends to turn a reasoning judge's thinking off (vLLM/SGLang chat templates).
+THINKING_OFF = {"chat_template_kwargs": {"enable_thinking": False}}
 
 
 class WiseOptions(BaseModel):
@@ -82,12 +82,20 @@ class WiseOptions(BaseModel):
     scoring: Variant = Field("verified", description="legacy: 0-2 marks and WiScore; verified: binary Score")
     set: Variant | None = Field(None, description="prompt set (ids, categories, weights); default: the scoring's own")
     rewrite: bool = Field(False, description="legacy set only: generate from the *_rewrite.json explicit prompts")
+    judge_thinking: Literal["off", "server"] | None = Field(
+        None,
+        description="off: ask the judge server to think not (chat_template_kwargs, as the verified script does; "
+        "vLLM/SGLang); server: send nothing (hosted APIs that refuse the field); default: off for verified "
+        "scoring, server for legacy (whose script called a hosted API)",
+    )
 
     @model_validator(mode="after")
     def _resolve_set(self) -> "WiseOptions":
         """Fill in the set so run.json, summaries and leaderboards name it explicitly."""
         if self.set is None:
             self.set = self.scoring
+        if self.judge_thinking is None:
+            self.judge_thinking = "off" if self.scoring == "verified" else "server"
         if self.rewrite and self.set != "legacy":
             raise ValueError(
                 "rewrite=true uses the legacy set's *_rewrite.json prompts; add set=legacy (or scoring=legacy)"
@@ -154,8 +162,10 @@ class Wise(Protocol[WiseCase]):
 
     # ------------------------------------------------------------------ loading
     def load(self, path: Path, options: BaseModel) -> CaseSet[WiseCase]:
-        """Read a single WISE JSON file, a set folder (official file names), or a folder holding
-        ``legacy/`` and ``verified/`` set folders (the official data layout)."""
+        """Read a single WISE JSON file, a set folder (official file names), a folder holding
+        ``legacy/`` and ``verified/`` set folders, or the published repository as cloned
+        (``data_verified/``, ``WISE_legacy/data/``). Files of the other set are refused, named or
+        recognised by their labels: their id ranges differ, so they are never scored with these."""
         assert isinstance(options, WiseOptions)
         variant = options.prompt_set
         path = Path(path)
@@ -166,13 +176,15 @@ class Wise(Protocol[WiseCase]):
                     "or the legacy set folder",
                     path=path,
                 )
+            refuse_other_set_file(path, variant)
             prompts = sorted(load_prompts(path), key=lambda p: p.prompt_id)
+            refuse_other_set_labels(prompts, variant, path)
             files = [path]
             sources: dict[int, Path] = {}
             missing = missing_ids((p.prompt_id for p in prompts), expected_ids(variant))
             where = path
         else:
-            where = path / variant if (path / variant).is_dir() else path
+            where = set_folder(path, variant)
             loaded = load_set(where, variant, rewrite=options.rewrite)
             prompts, files, missing, sources = loaded.prompts, loaded.files, loaded.missing, loaded.sources
         if not prompts:
@@ -211,14 +223,18 @@ class Wise(Protocol[WiseCase]):
         g = Graph(case.id)
         image = g.generate(IMAGE_NODE, [case.prompt.Prompt])
         if options.scoring == "legacy":
-            rubric, parse = P.legacy_judge_prompt, parse_legacy_marks
+            rubric, parse, system = P.legacy_judge_prompt, parse_legacy_marks, P.LEGACY_SYSTEM
         else:
-            rubric, parse = P.verified_judge_prompt, parse_verified_score
+            rubric, parse, system = P.verified_judge_prompt, parse_verified_score, P.VERIFIED_SYSTEM
+        request: dict[str, Any] = {"system": system, "temperature": JUDGE_TEMPERATURE}
+        if options.judge_thinking == "off":
+            request["extra_body"] = THINKING_OFF
         g.judge(
             JUDGE_NODE,
-            [image, rubric(case.prompt.Prompt, case.prompt.Explanation)],
+            [rubric(case.prompt.Prompt, case.prompt.Explanation), image],  # text, then the image, as official
             parse,
-            max_tokens=JUDGE_MAX_TOKENS,
+            max_tokens=JUDGE_MAX_TOKENS[options.scoring],
+            **request,
         )
         return g
 
@@ -256,6 +272,7 @@ class Wise(Protocol[WiseCase]):
             "failure": failure,
             "detail": detail,
             "judge_reply": reply,
+            "official": _official_reading(options.scoring, image, reply),
             "judge_attempts": _attempts(judge),
             "nodes": node_status(outcomes),
         }
@@ -301,6 +318,17 @@ class Wise(Protocol[WiseCase]):
             "missing_ids": missing,
             "coverage": _coverage_statement(len(records), expected, missing, variant, summary.overall),
         }
+        official = S.summarize_official(
+            [(r["prompt_id"], r.get("official")) for r in records], variant=variant, metric=summary.metric
+        )
+        scores["official_equivalent"] = {
+            "overall": _round(official.overall),
+            **{name: _round(official.means[name]) for name in CATEGORIES},
+            "scored": official.scored,
+            "note": "every kept judge reply re-read by the official rules and averaged by the official "
+            "arithmetic; prompts the official script would drop (no image, unreadable reply) are left out",
+        }
+        scores["deviations"] = deviations(records, scores["overall"], scores["official_equivalent"]["overall"])
         if options.scoring == "legacy":
             # One flat table per mark (categories as columns), as in the paper's appendix.
             for mark in MARKS:
@@ -409,6 +437,17 @@ def _attempts(judge: Outcome | None) -> int | None:
     if judge.ok and judge.output:
         return int(judge.output.get("parse_attempts", 1))
     return judge.failure.attempts if judge.failure else None
+
+
+def _official_reading(scoring: str, image: Outcome | None, reply: str | None) -> dict[str, float] | None:
+    """What the official script makes of the judge reply umni kept (or last saw, when it failed);
+    None where it would have dropped the prompt (no image, nothing readable)."""
+    if image is None or not image.ok or reply is None:
+        return None
+    if scoring == "legacy":
+        return P.official_legacy_reading(reply)
+    score = P.official_verified_reading(reply)
+    return None if score is None else {"score": score}
 
 
 def _legacy_judgement(record: dict[str, Any]) -> S.LegacyJudgement:

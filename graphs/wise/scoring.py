@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from statistics import fmean
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, model_validator
@@ -80,13 +79,22 @@ class VerifiedJudgement(BaseModel):
         return self
 
 
-def wiscore(consistency: int, realism: int, aesthetic_quality: int) -> float:
+def wiscore(consistency: float, realism: float, aesthetic_quality: float) -> float:
     """WiScore = (0.7·C + 0.2·R + 0.1·A) / 2, in 0-1 for marks in 0-2.
 
-    Computed in whole tenths, (7·C + 2·R + A) / 20, so that top marks give exactly 1.0.
+    Computed in the official script's floating-point order (so (1, 1, 1) gives 0.49999999999999994,
+    not 0.5): published figures come from these floats, and a mean at a rounding edge rounds as
+    they do only if every step is the same.
     """
-    wc, wr, wa = (round(w * 10) for w in WISCORE_WEIGHTS)
-    return (wc * consistency + wr * realism + wa * aesthetic_quality) / 20
+    wc, wr, wa = WISCORE_WEIGHTS
+    return (wc * consistency + wr * realism + wa * aesthetic_quality) / 2
+
+
+def official_mean(values: Iterable[float]) -> float:
+    """``sum(values) / len(values)`` left to right, as the official Calculate scripts average (values
+    in prompt-id order, the order of their score files); not `statistics.fmean`, which sums exactly."""
+    items = list(values)
+    return sum(items) / len(items)
 
 
 def overall(category_means: Mapping[str, float | None], variant: Variant) -> float | None:
@@ -153,15 +161,15 @@ def summarize_legacy(
         failures = Counter(j.failure for j in grouped[name] if j.failure is not None)
         components = (
             {
-                "consistency": fmean(j.consistency for j in scored),  # type: ignore[misc]
-                "realism": fmean(j.realism for j in scored),  # type: ignore[misc]
-                "aesthetic_quality": fmean(j.aesthetic_quality for j in scored),  # type: ignore[misc]
+                "consistency": official_mean(j.consistency for j in scored),  # type: ignore[misc]
+                "realism": official_mean(j.realism for j in scored),  # type: ignore[misc]
+                "aesthetic_quality": official_mean(j.aesthetic_quality for j in scored),  # type: ignore[misc]
             }
             if scored
             else {}
         )
         categories[name] = CategoryResult(
-            mean=fmean(j.wiscore for j in scored) if scored else None,  # type: ignore[misc]
+            mean=official_mean(j.wiscore for j in scored) if scored else None,  # type: ignore[misc]
             scored=len(scored),
             failures=dict(failures),
             components=components,
@@ -188,7 +196,7 @@ def summarize_verified(
         scored = [j.score for j in grouped[name] if j.failure is None]
         failures = Counter(j.failure for j in grouped[name] if j.failure is not None)
         categories[name] = CategoryResult(
-            mean=fmean(scored) if scored else None,  # type: ignore[arg-type]
+            mean=official_mean(scored) if scored else None,  # type: ignore[arg-type]
             scored=len(scored),
             failures=dict(failures),
         )
@@ -199,7 +207,7 @@ def _group(items: list, variant: Variant, expected: Iterable[int] | None) -> dic
     allowed = set(expected_ids(variant) if expected is None else expected)
     seen: set[int] = set()
     grouped: dict[str, list] = {name: [] for name in CATEGORIES}
-    for item in items:
+    for item in sorted(items, key=lambda i: i.prompt_id):  # id order: the official files' order
         if item.prompt_id in seen:
             raise ValueError(f"prompt_id {item.prompt_id} has more than one judgement")
         if item.prompt_id not in allowed:
@@ -225,3 +233,34 @@ def _summary(
         missing_ids=missing_ids((i.prompt_id for i in items), wanted),
         weights=dict(OVERALL_WEIGHTS[variant]),
     )
+
+
+@dataclass
+class OfficialSummary:
+    """The official scripts' figures for the same judge replies: category means (None where a
+    category has no score), the Overall (None unless every category has one) and how many prompts
+    they would score."""
+
+    means: dict[str, float | None]
+    overall: float | None
+    scored: int
+
+
+def summarize_official(
+    readings: Iterable[tuple[int, Mapping[str, float] | None]], *, variant: Variant, metric: Literal["wiscore", "accuracy"]
+) -> OfficialSummary:
+    """Average official readings (``prompt_id`` -> marks as the official parser read them, or None
+    where it gave up) by the official arithmetic: WiScore of whatever marks were read (legacy marks
+    outside 0-2 included, as the legacy script keeps them), the binary score as it is, means over
+    the scored prompts in id order, the Overall from the set's weights."""
+    per_category: dict[str, list[float]] = {name: [] for name in CATEGORIES}
+    for prompt_id, marks in sorted(readings, key=lambda item: item[0]):
+        if marks is None:
+            continue
+        if metric == "wiscore":
+            value = wiscore(marks["consistency"], marks["realism"], marks["aesthetic_quality"])
+        else:
+            value = float(marks["score"])
+        per_category[category_of(prompt_id, variant)].append(value)
+    means = {name: official_mean(values) if values else None for name, values in per_category.items()}
+    return OfficialSummary(means=means, overall=overall(means, variant), scored=sum(map(len, per_category.values())))

@@ -26,6 +26,7 @@ from umni_graphs.wise.prompts import (
     parse_verified_answer,
     verified_judge_prompt,
 )
+from tests.support.shared_data import shared_data
 from umni_graphs.wise.scoring import (
     LegacyJudgement,
     VerifiedJudgement,
@@ -35,8 +36,11 @@ from umni_graphs.wise.scoring import (
     wiscore,
 )
 
-DATA = Path("/work/shared/data/wise")
-needs_data = pytest.mark.skipif(not DATA.is_dir(), reason="real WISE files not present")
+
+
+def real_data() -> Path:
+    """The real WISE files beside the repository (../shared/data/wise); a missing folder fails the test."""
+    return shared_data("wise")
 
 #: How the official files spell each category (the scoring itself goes by id).
 OFFICIAL_CATEGORY = {
@@ -52,12 +56,11 @@ OFFICIAL_CATEGORY = {
 # --------------------------------------------------------------------------------------- loading
 
 
-@needs_data
 @pytest.mark.parametrize(
     ("variant", "rewrite"), [("legacy", False), ("legacy", True), ("verified", False)], ids=["legacy", "rewrite", "verified"]
 )
 def test_real_sets_load_all_1000_prompts_with_categories_matching_id_ranges(variant, rewrite):
-    cases = load_set(DATA / variant, variant, rewrite=rewrite)
+    cases = load_set(real_data() / variant, variant, rewrite=rewrite)
     assert [p.prompt_id for p in cases.prompts] == list(range(1, 1001))
     assert cases.missing == []
     sizes = {name: len(ids) for name, ids in cases.ids_by_category().items()}
@@ -70,20 +73,18 @@ def test_real_sets_load_all_1000_prompts_with_categories_matching_id_ranges(vari
     assert mismatched == ([(748, "Ecology")] if rewrite else [])
 
 
-@needs_data
 def test_verified_split_files_hold_the_same_prompts_as_merge(tmp_path):
     for name in ("cultural_common_sense_verified.json", "spatio-temporal_reasoning_verified.json", "natural_science_verified.json"):
-        (tmp_path / name).write_bytes((DATA / "verified" / name).read_bytes())
+        (tmp_path / name).write_bytes((real_data() / "verified" / name).read_bytes())
     split = load_set(tmp_path, "verified")
-    merged = load_set(DATA / "verified", "verified")
+    merged = load_set(real_data() / "verified", "verified")
     assert [f.name for f in merged.files] == ["merge.json"]
     assert split.prompts == merged.prompts
 
 
-@needs_data
 def test_rewrite_prompts_share_ids_but_not_text():
-    original = load_set(DATA / "legacy", "legacy").by_id()
-    rewritten = load_set(DATA / "legacy", "legacy", rewrite=True).by_id()
+    original = load_set(real_data() / "legacy", "legacy").by_id()
+    rewritten = load_set(real_data() / "legacy", "legacy", rewrite=True).by_id()
     assert original.keys() == rewritten.keys()
     assert original[1].Prompt != rewritten[1].Prompt
 
@@ -192,13 +193,13 @@ def test_judge_prompts_end_with_answer_templates_in_label_range_form():
     ("text", "expected"),
     [
         ("Consistency: 2\nRealism: 1\nAesthetic Quality: 0", (2, 1, 0)),
-        ("**Consistency**: 1\n**Realism:** 2\n**Aesthetic Quality** 1", (1, 2, 1)),
+        ("**Consistency**: 1\n**Realism** 2\n**Aesthetic Quality** 1", (1, 2, 1)),
         ("consistency 0 realism 0 AESTHETIC QUALITY: 2", (0, 0, 2)),
-        ("Consistency：1\nRealism：1\nAesthetic  Quality：1", (1, 1, 1)),
         ("Consistency: 1\nRealism: 1\nAesthetic Quality: 1\nOn reflection, Consistency: 0", (0, 1, 1)),
         ("Consistency: 2.0\nRealism: 1\nAesthetic Quality: 0", (2, 1, 0)),
         ("2\n1\n0", (2, 1, 0)),
-        ("\n**1**\n 2 \n0\n", (1, 2, 0)),
+        ("\n 1\n 2 \n0\n", (1, 2, 0)),
+        ("2\n1\n0\n1", (2, 1, 0)),  # the official fallback takes the first three bare lines
     ],
 )
 def test_legacy_parser_reads_marks(text, expected):
@@ -213,11 +214,11 @@ def test_legacy_parser_reads_marks(text, expected):
         ("Consistency: 2\nRealism: 1", ParseFailure),  # a mark missing
         ("Consistency: <0-2>\nRealism: <0-2>\nAesthetic Quality: <0-2>", ParseFailure),  # template echoed
         ("2\n1", ParseFailure),  # only two bare digits
-        ("2\n1\n0\n1", ParseFailure),  # four bare digits
+        ("3\n1\n0", ParseFailure),  # a bare line is a mark only when it is 0, 1 or 2
+        ("**1**\n**2**\n**0**", ParseFailure),  # bold bare digits are not bare lines officially
         ("Consistency: 3\nRealism: 1\nAesthetic Quality: 0", InvalidAnswer),
         ("Consistency: 10\nRealism: 1\nAesthetic Quality: 0", InvalidAnswer),
         ("Consistency: 1.5\nRealism: 1\nAesthetic Quality: 0", InvalidAnswer),
-        ("3\n1\n0", InvalidAnswer),  # bare-digit fallback checks the range too
     ],
 )
 def test_legacy_parser_refuses_unusable_answers(text, error):
@@ -228,13 +229,16 @@ def test_legacy_parser_refuses_unusable_answers(text, error):
 
 @pytest.mark.parametrize(
     ("text", "expected"),
-    [("Score: 1", 1), ("score：0", 0), ("**Score:** 1", 1), ("Score 0", 0), ("Score: 0\nafter thought, Score: 1", 1)],
+    [("Score: 1", 1), ("score: 0", 0), ("**Score**: 1", 1), ("Score 0", 0), ("Score: 0\nafter thought, Score: 1", 0)],
 )
 def test_verified_parser_reads_binary_score(text, expected):
     assert parse_verified_answer(text) == expected
 
 
-@pytest.mark.parametrize(("text", "error"), [("Yes", ParseFailure), ("Score: <0-1>", ParseFailure), ("Score: 2", InvalidAnswer)])
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [("Yes", ParseFailure), ("Score: <0-1>", ParseFailure), ("Score: 2", InvalidAnswer), ("Score：1", ParseFailure)],
+)
 def test_verified_parser_refuses_unusable_answers(text, error):
     with pytest.raises(error):
         parse_verified_answer(text)
@@ -279,7 +283,7 @@ def test_legacy_summary_by_hand():
 
 def test_legacy_overall_is_none_when_a_category_has_no_score():
     summary = summarize_legacy([LegacyJudgement(prompt_id=1, consistency=2, realism=2, aesthetic_quality=2)])
-    assert summary.categories["culture"].mean == 1.0
+    assert summary.categories["culture"].mean == pytest.approx(1.0)  # 0.9999999999999999 in the official float order
     assert summary.overall is None
     assert len(summary.missing_ids) == 999
 

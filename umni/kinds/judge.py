@@ -41,7 +41,7 @@ class Judge(Kind):
         last: OutputFailure | None = None
         for parse_try in range(1 + ctx.retry.parse_retries):
             seed = ctx.seed(parse_try)
-            reply = await ctx.call(lambda: backend.respond(parts, max_tokens=max_tokens, seed=seed))
+            reply = await ctx.call(lambda seed=seed: R.respond_with(backend, parts, node.params, max_tokens=max_tokens, seed=seed))
             try:
                 value = node.parse(reply.text)
             except (ParseFailure, InvalidAnswer) as exc:  # out of format or out of range: ask again, boundedly

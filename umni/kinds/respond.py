@@ -26,7 +26,7 @@ class Respond(Kind):
         parts = ctx.parts()
         max_tokens = int(ctx.node.params.get("max_tokens", 512))
         backend = ctx.backend
-        reply = await ctx.call(lambda: backend.respond(parts, max_tokens=max_tokens, seed=ctx.seed()))
+        reply = await ctx.call(lambda: R.respond_with(backend, parts, ctx.node.params, max_tokens=max_tokens, seed=ctx.seed()))
         return TextOutput(text=reply.text)
 
 

@@ -1,0 +1,298 @@
+"""WISE against the semantics of the official code (PKU-YuanGroup/WISE: ``vllm_eval.py``,
+``WISE_legacy/gpt_eval.py``, ``calculate_verified.py``, ``WISE_legacy/Calculate.py``).
+
+The official rules, restated:
+
+* verified judge: ``<think>…</think>`` blocks are removed (and a lone closing tag) before reading;
+  the FIRST ``Score`` label (optionally bold, an ASCII colon or none) followed by 0 or 1 gives the
+  score; with no such label, a reply holding exactly one line that is a bare 0 or 1 gives it.
+* legacy judge: each of Consistency / Realism / Aesthetic Quality is read from its label (bold
+  allowed around the label, ASCII colon or none, then one digit), the last occurrence winning; with
+  no label at all, the first three lines that are a bare 0, 1 or 2 are C, R, A.
+* legacy WiScore is ``(0.7*C + 0.2*R + 0.1*A) / 2`` in floating point, a category is
+  ``sum(scores) / len(scores)`` in prompt-id order, the Overall ``0.4*culture + 0.167*time + …``
+  left to right — so values at a rounding edge round as the official script's floats do.
+* judge requests: a system message, temperature 0; the verified script turns thinking off through
+  the server's ``chat_template_kwargs``; text first, then the image.
+
+Expected numbers are worked out by hand in the comments.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from umni_graphs.wise import PROTOCOL, WiseOptions
+from umni_graphs.wise.prompts import (
+    LegacyScores,
+    official_legacy_reading,
+    official_verified_reading,
+    parse_legacy_answer,
+    parse_verified_answer,
+)
+from umni_graphs.wise.scoring import LegacyJudgement, summarize_legacy, wiscore
+
+from tests.support.openai_server import ChatRequest, OpenAIStubServer
+from tests.support.shared_data import shared_data
+from umni.cli import main
+from umni.errors import InputError, InvalidAnswer, ParseFailure
+from umni_cases import bundled
+
+
+def options(**values: str) -> WiseOptions:
+    opts = PROTOCOL.parse_options(dict(values))
+    assert isinstance(opts, WiseOptions)
+    return opts
+
+
+# ------------------------------------------------------------------------------ verified parser
+
+
+@pytest.mark.parametrize(
+    ("reply", "score"),
+    [
+        ("Score: 0\nOn reflection, Score: 1", 0),  # the first label counts
+        ("**Score**: 1", 1),  # bold around the label
+        ("score 0", 0),  # case-insensitive, colon optional
+        ("1", 1),  # a bare digit line
+        ("The image is right.\n 0 \n", 0),  # exactly one bare 0/1 line among prose
+        ("<think>It shows mooncakes, so Score: 1 ... no, wrong shape.</think>\n0", 0),  # think block dropped
+        ("<think>draft Score: 0</think>\n\nScore: 1", 1),
+        ("Score: 1.0", 1),  # the official digit is 1; umni's whole number 1.0 is the same mark
+    ],
+)
+def test_verified_reads_as_official(reply: str, score: int) -> None:
+    assert parse_verified_answer(reply) == score
+    assert official_verified_reading(reply) == score
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "Score：1",  # a full-width colon is outside the official colon class, and no bare line
+        "**Score:** 1",  # bold closing after the colon: the official label pattern does not reach the digit
+        "1\n0",  # two bare lines: the official fallback needs exactly one
+        "Score: <0-1>",
+        "Yes, it is correct.",
+    ],
+)
+def test_verified_unreadable_as_official(reply: str) -> None:
+    assert official_verified_reading(reply) is None
+    with pytest.raises(ParseFailure):
+        parse_verified_answer(reply)
+
+
+def test_verified_lone_closing_think_tag_is_a_listed_deviation() -> None:
+    # The template opened <think>, so the reply holds only its end. Official: the tag alone is removed,
+    # the reasoning stays, its first "Score: 0" counts. umni: everything up to the tag is reasoning.
+    reply = "The cake looks flat; Score: 0 at first sight, but it is a mooncake.</think>\n\nScore: 1"
+    assert official_verified_reading(reply) == 0
+    assert parse_verified_answer(reply) == 1
+
+
+@pytest.mark.parametrize(("reply", "official"), [("Score: 1.5", 1), ("Score: 10\nScore: 1", 1), ("Score: 2", None)])
+def test_verified_whole_numbers_off_the_scale_are_asked_again(reply: str, official: int | None) -> None:
+    # Official reads one digit (1.5 -> 1) or passes over a label whose number is not 0/1 ("Score: 10"
+    # -> the later "Score: 1"); umni reads the whole number at the first label and refuses it.
+    assert official_verified_reading(reply) == official
+    with pytest.raises(InvalidAnswer):
+        parse_verified_answer(reply)
+
+
+# ------------------------------------------------------------------------------ legacy parser
+
+
+@pytest.mark.parametrize(
+    ("reply", "marks"),
+    [
+        ("Consistency: 2\nRealism: 1\nAesthetic Quality: 0", (2, 1, 0)),
+        ("**Consistency**: 1\n**Realism** 2\n**aesthetic quality**: 1", (1, 2, 1)),
+        ("Consistency: 1\nRealism: 1\nAesthetic Quality: 1\nOn reflection, Consistency: 0", (0, 1, 1)),  # last wins
+        ("Here are my marks:\n2\n1\n0", (2, 1, 0)),  # bare lines among prose
+        ("2\n1\n0\n1", (2, 1, 0)),  # the first three bare lines
+    ],
+)
+def test_legacy_reads_as_official(reply: str, marks: tuple[int, int, int]) -> None:
+    assert parse_legacy_answer(reply) == LegacyScores(*marks)
+    assert official_legacy_reading(reply) == dict(zip(("consistency", "realism", "aesthetic_quality"), map(float, marks)))
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "Consistency：2\nRealism：1\nAesthetic Quality：0",  # full-width colons: no label reads
+        "**Consistency:** 2\n**Realism:** 1\n**Aesthetic Quality:** 0",  # bold closing after the colon
+        "Consistency: 2\nRealism: 1",  # a mark missing
+        "2\n1",
+    ],
+)
+def test_legacy_unreadable_as_official(reply: str) -> None:
+    assert official_legacy_reading(reply) is None
+    with pytest.raises(ParseFailure):
+        parse_legacy_answer(reply)
+
+
+def test_legacy_marks_off_the_scale_are_asked_again_where_official_scores_them() -> None:
+    reply = "Consistency: 5\nRealism: 10\nAesthetic Quality: 1"
+    assert official_legacy_reading(reply) == {"consistency": 5.0, "realism": 1.0, "aesthetic_quality": 1.0}
+    with pytest.raises(InvalidAnswer):
+        parse_legacy_answer(reply)
+
+
+# ------------------------------------------------------------------------------ legacy arithmetic
+
+
+def test_wiscore_in_the_official_operation_order() -> None:
+    # (0.7 + 0.2 + 0.1) / 2 is 0.49999999999999994 in floating point, as the official script computes it.
+    assert wiscore(1, 1, 1) == (0.7 * 1 + 0.2 * 1 + 0.1 * 1) / 2 == 0.49999999999999994
+
+
+def test_a_category_mean_at_a_rounding_edge_rounds_as_official() -> None:
+    # Eight culture prompts; WiScores 0.5, 0.4, 0.2, 0.8, 0.8, 0.7, 0.15, 1.0: exact mean 4.65/8 = 0.58125.
+    # Summed in id order in floating point, the official mean is 0.5812499999999999 -> 0.5812 at 4
+    # decimals (a mean computed exactly, 0.58125, rounds to 0.5813).
+    marks = [(1, 1, 2), (1, 0, 1), (0, 2, 0), (2, 1, 1), (2, 1, 1), (1, 2, 2), (0, 1, 1), (2, 2, 2)]
+    judgements = [LegacyJudgement(prompt_id=i + 1, consistency=c, realism=r, aesthetic_quality=a) for i, (c, r, a) in enumerate(marks)]
+    summary = summarize_legacy(judgements, expected=range(1, 9))
+    assert summary.categories["culture"].mean == 0.5812499999999999
+    assert round(summary.categories["culture"].mean, 4) == 0.5812
+
+
+def test_the_overall_at_a_rounding_edge_rounds_as_official() -> None:
+    # One prompt per legacy category: culture (2,0,0) 0.7, time (1,1,1) 0.5, space (0,2,1) 0.25,
+    # biology (2,2,2) 1.0, physics (0,0,2) 0.1, chemistry (2,1,0) 0.8.
+    # Exactly: 0.28 + 0.0835 + 0.03325 + 0.1 + 0.01 + 0.08 = 0.58675; the official left-to-right float
+    # sum is 0.5867499999999999, which rounds to 0.5867 (the exact value would give 0.5868).
+    rows = {1: (2, 0, 0), 401: (1, 1, 1), 568: (0, 2, 1), 701: (2, 2, 2), 801: (0, 0, 2), 901: (2, 1, 0)}
+    judgements = [LegacyJudgement(prompt_id=i, consistency=c, realism=r, aesthetic_quality=a) for i, (c, r, a) in rows.items()]
+    summary = summarize_legacy(judgements, expected=list(rows))
+    assert summary.overall == 0.5867499999999999
+    assert round(summary.overall, 4) == 0.5867
+
+
+# ------------------------------------------------------------------------------ layouts and sets
+
+
+def _repository_layout(root: Path) -> Path:
+    """The published repository: data_verified/ and WISE_legacy/data/ (bundled samples as content)."""
+    shutil.copytree(bundled("wise") / "verified", root / "data_verified")
+    shutil.copytree(bundled("wise") / "legacy", root / "WISE_legacy" / "data")
+    return root
+
+
+def test_the_published_repository_layout_is_accepted_as_cases(tmp_path: Path) -> None:
+    root = _repository_layout(tmp_path / "WISE")
+    verified = PROTOCOL.load(root, options())
+    legacy = PROTOCOL.load(root, options(scoring="legacy"))
+    assert verified.path == root / "data_verified" and legacy.path == root / "WISE_legacy" / "data"
+    assert [c.prompt.prompt_id for c in verified.cases][:4] == [1, 2, 3, 401]
+    assert {c.set for c in legacy.cases} == {"legacy"} and len(legacy.cases) == 18
+    # the WISE_legacy folder itself is accepted too
+    assert PROTOCOL.load(root / "WISE_legacy", options(set="legacy")).path == root / "WISE_legacy" / "data"
+
+
+def test_a_legacy_file_without_set_legacy_is_refused(tmp_path: Path) -> None:
+    legacy_file = bundled("wise") / "legacy" / "spatio-temporal_reasoning.json"
+    with pytest.raises(InputError, match="set=legacy"):
+        PROTOCOL.load(legacy_file, options())
+    with pytest.raises(InputError, match="set=legacy"):
+        PROTOCOL.load(bundled("wise") / "legacy", options())
+    # renamed, it is still recognised by its Category labels against the two sets' id ranges
+    renamed = tmp_path / "my_prompts.json"
+    records = json.loads(shared_data("wise", "legacy", "spatio-temporal_reasoning.json").read_text())
+    renamed.write_text(json.dumps(records))
+    with pytest.raises(InputError, match="set=legacy"):
+        PROTOCOL.load(renamed, options())
+    assert len(PROTOCOL.load(renamed, options(set="legacy")).cases) == len(records)
+
+
+def test_cases_check_takes_options(capsys: pytest.CaptureFixture[str]) -> None:
+    legacy = shared_data("wise", "legacy")
+    assert main(["cases", "check", "wise", str(legacy), "--option", "set=legacy"]) == 0
+    assert "1000 cases valid" in capsys.readouterr().out
+    assert main(["cases", "check", "wise", str(legacy)]) == 2  # the legacy set read as verified: refused
+
+
+# ------------------------------------------------------------------------------ runs against a judge server
+
+
+def _judge_server(replies: dict[str, str]) -> OpenAIStubServer:
+    """A real loopback server answering each judge prompt by the WISE prompt it quotes."""
+
+    def reply(chat: ChatRequest) -> str:
+        text = "\n".join(chat.texts)
+        hits = [answer for prompt, answer in replies.items() if f'"{prompt}"' in text]
+        return hits[0] if len(hits) == 1 else "no idea"
+
+    return OpenAIStubServer(responder=reply)
+
+
+def _run(tmp_path: Path, server: OpenAIStubServer, cases: Path, *extra: str) -> dict[str, Any]:
+    out = tmp_path / "run"
+    code = main([
+        "run", "wise", "--cases", str(cases), "--role", "generate=sim/umm",
+        "--role", f"judge=openai/judge-vlm?base_url={server.base_url}", "--out", str(out),
+        "--cache", str(tmp_path / "cache"), "--quiet", "--max-attempts", "1", *extra,
+    ])  # fmt: skip
+    assert code == 0
+    return json.loads((out / "summary.json").read_text())
+
+
+def test_judge_requests_are_sent_as_official(tmp_path: Path) -> None:
+    with _judge_server({}) as server:
+        _run(tmp_path / "v", server, bundled("wise") / "verified", "--limit", "1")
+        verified = server.last("/chat/completions").json
+        _run(tmp_path / "l", server, bundled("wise") / "legacy", "--limit", "1", "--option", "scoring=legacy")
+        legacy = server.last("/chat/completions").json
+    for body, limit in ((verified, 500), (legacy, 2000)):
+        system, user = body["messages"]
+        assert system["role"] == "system" and system["content"].strip()
+        assert [part["type"] for part in user["content"]] == ["text", "image_url"]  # text first, then the image
+        assert (body["temperature"], body["max_tokens"]) == (0.0, limit)
+    assert verified["chat_template_kwargs"] == {"enable_thinking": False}
+    assert "chat_template_kwargs" not in legacy  # the legacy script called a hosted API without it
+
+
+def test_official_equivalent_and_deviations_in_the_summary(tmp_path: Path) -> None:
+    cases = PROTOCOL.load(bundled("wise") / "verified", options()).cases
+    by_id = {c.prompt.prompt_id: c.prompt.Prompt for c in cases}
+    # 18 bundled prompts, three per category. All "Score: 1" except: prompt 1 "Score: 1.5" (official
+    # reads 1; umni asks again, three times, then counts an invalid failure), prompt 2 "Score: 0",
+    # prompt 401 a lone </think> after a draft "Score: 0" (official 0, umni 1).
+    replies = dict.fromkeys(by_id.values(), "Score: 1")
+    replies[by_id[1]] = "Score: 1.5"
+    replies[by_id[2]] = "Score: 0"
+    replies[by_id[401]] = "Draft: Score: 0, but the clock is right.</think>\nScore: 1"
+    with _judge_server(replies) as server:
+        summary = _run(tmp_path, server, bundled("wise") / "verified")
+    scores = summary["scores"]
+    # umni: culture {2: 0, 3: 1} -> 0.5 (prompt 1 failed); time 1.0; the rest 1.0.
+    # Overall = 0.4*0.5 + 0.12*5*1.0 = 0.8
+    assert (scores["culture"], scores["time"], scores["overall"]) == (0.5, 1.0, 0.8)
+    assert scores["failures"] == {"invalid": 1}
+    # official: culture {1: 1, 2: 0, 3: 1} -> 2/3; time {401: 0, 402: 1, 403: 1} -> 2/3.
+    # Overall = 0.4*2/3 + 0.12*2/3 + 0.12*4 = 0.26667 + 0.08 + 0.48 = 0.8267 (4 decimals)
+    official = scores["official_equivalent"]
+    assert (official["culture"], official["time"], official["overall"]) == (0.6667, 0.6667, 0.8267)
+    assert official["scored"] == 18
+    deviations = {d["id"]: d for d in scores["deviations"]}
+    assert deviations["whole-number-marks"]["cases"] == 1
+    assert deviations["think-prefix"]["cases"] == 1
+    assert deviations["whole-number-marks"]["official_score"] == 0.8267
+    assert deviations["whole-number-marks"]["umni_score"] == 0.8
+    assert {"failures-counted", "judge-wording"} <= set(deviations)
+
+
+def test_real_files_run_unchanged(tmp_path: Path) -> None:
+    with _judge_server({}) as server:  # every reply unreadable: still a complete run, failures counted
+        verified = _run(tmp_path / "v", server, shared_data("wise", "verified"), "--limit", "2")
+        legacy = _run(tmp_path / "l", server, shared_data("wise", "legacy"), "--limit", "2", "--option", "set=legacy")
+    assert verified["counts"]["cases"] == 2 and verified["scores"]["set"] == "verified"
+    assert legacy["counts"]["cases"] == 2 and legacy["scores"]["set"] == "legacy"
+    assert verified["scores"]["failures"] == {"parse": 2} == legacy["scores"]["failures"]
+    assert re.search(r"998 of the 1000", verified["scores"]["coverage"])
