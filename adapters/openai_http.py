@@ -82,7 +82,6 @@ from .http_limits import (
     strict_json,
 )
 
-
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
 DEFAULT_TIMEOUT_S = 120.0

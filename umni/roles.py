@@ -54,7 +54,7 @@ class Usage:
     images_in: int = 0
     images_out: int = 0
 
-    def add(self, other: "Usage") -> None:
+    def add(self, other: Usage) -> None:
         self.calls += other.calls
         self.input_tokens = _add_known(self.input_tokens, other.input_tokens)
         self.output_tokens = _add_known(self.output_tokens, other.output_tokens)
@@ -79,7 +79,7 @@ class RequestOptions:
     extra_body: Mapping[str, Any] | None = None
 
     @classmethod
-    def from_params(cls, params: Mapping[str, Any]) -> "RequestOptions | None":
+    def from_params(cls, params: Mapping[str, Any]) -> RequestOptions | None:
         """The request options a node's parameters name, or None when they name none."""
         system, temperature, extra = params.get("system"), params.get("temperature"), params.get("extra_body")
         if system is None and temperature is None and not extra:

@@ -32,14 +32,10 @@ from umni.roles import GENERATE, JUDGE
 
 from . import prompts as P
 from . import scoring as S
-from .deviations import deviations
 from .cases import (
     CATEGORIES,
     OFFICIAL_CATEGORY,
     REWRITE_SUFFIX,
-    refuse_other_set_file,
-    refuse_other_set_labels,
-    set_folder,
     Variant,
     WisePrompt,
     category_of,
@@ -47,7 +43,11 @@ from .cases import (
     load_prompts,
     load_set,
     missing_ids,
+    refuse_other_set_file,
+    refuse_other_set_labels,
+    set_folder,
 )
+from .deviations import deviations
 
 IMAGE_NODE = "image"
 JUDGE_NODE = "judge"
@@ -90,7 +90,7 @@ class WiseOptions(BaseModel):
     )
 
     @model_validator(mode="after")
-    def _resolve_set(self) -> "WiseOptions":
+    def _resolve_set(self) -> WiseOptions:
         """Fill in the set so run.json, summaries and leaderboards name it explicitly."""
         if self.set is None:
             self.set = self.scoring
@@ -220,7 +220,7 @@ class Wise(Protocol[WiseCase]):
     # ------------------------------------------------------------------ graph
     def build(self, case: WiseCase, options: BaseModel) -> Graph:
         assert isinstance(options, WiseOptions)
-        g = Graph(case.id)
+        g: Graph[Any] = Graph(case.id)
         image = g.generate(IMAGE_NODE, [case.prompt.Prompt])
         if options.scoring == "legacy":
             rubric, parse, system = P.legacy_judge_prompt, parse_legacy_marks, P.LEGACY_SYSTEM

@@ -48,7 +48,7 @@ class LegacyJudgement(BaseModel):
     failure: str | None = None
 
     @model_validator(mode="after")
-    def _marks_or_failure(self) -> "LegacyJudgement":
+    def _marks_or_failure(self) -> LegacyJudgement:
         marks = (self.consistency, self.realism, self.aesthetic_quality)
         if self.failure is None and any(m is None for m in marks):
             raise ValueError("give all three marks, or a failure kind instead of marks")
@@ -73,7 +73,7 @@ class VerifiedJudgement(BaseModel):
     failure: str | None = None
 
     @model_validator(mode="after")
-    def _score_or_failure(self) -> "VerifiedJudgement":
+    def _score_or_failure(self) -> VerifiedJudgement:
         if (self.score is None) == (self.failure is None):
             raise ValueError("give either a score or a failure kind, not both or neither")
         return self
@@ -102,7 +102,12 @@ def overall(category_means: Mapping[str, float | None], variant: Variant) -> flo
     weights = OVERALL_WEIGHTS[variant]
     if any(category_means.get(name) is None for name in weights):
         return None
-    return sum(weight * category_means[name] for name, weight in weights.items())  # type: ignore[operator]
+    total = 0.0  # left to right, as the official scripts add the weighted means
+    for name, weight in weights.items():
+        mean = category_means[name]
+        assert mean is not None
+        total += weight * mean
+    return total
 
 
 @dataclass
@@ -161,15 +166,15 @@ def summarize_legacy(
         failures = Counter(j.failure for j in grouped[name] if j.failure is not None)
         components = (
             {
-                "consistency": official_mean(j.consistency for j in scored),  # type: ignore[misc]
-                "realism": official_mean(j.realism for j in scored),  # type: ignore[misc]
-                "aesthetic_quality": official_mean(j.aesthetic_quality for j in scored),  # type: ignore[misc]
+                "consistency": official_mean(j.consistency for j in scored),
+                "realism": official_mean(j.realism for j in scored),
+                "aesthetic_quality": official_mean(j.aesthetic_quality for j in scored),
             }
             if scored
             else {}
         )
         categories[name] = CategoryResult(
-            mean=official_mean(j.wiscore for j in scored) if scored else None,  # type: ignore[misc]
+            mean=official_mean(j.wiscore for j in scored) if scored else None,
             scored=len(scored),
             failures=dict(failures),
             components=components,
@@ -196,7 +201,7 @@ def summarize_verified(
         scored = [j.score for j in grouped[name] if j.failure is None]
         failures = Counter(j.failure for j in grouped[name] if j.failure is not None)
         categories[name] = CategoryResult(
-            mean=official_mean(scored) if scored else None,  # type: ignore[arg-type]
+            mean=official_mean(scored) if scored else None,
             scored=len(scored),
             failures=dict(failures),
         )

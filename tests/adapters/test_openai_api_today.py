@@ -10,7 +10,6 @@ from typing import Any, ClassVar
 import anyio
 import pytest
 from PIL import Image
-from umni_adapters.openai_http import OpenAIBackend, is_reasoning_model
 
 from tests.support.openai_server import OpenAIStubServer, draw_from_prompt
 from umni.backends import Backend
@@ -18,6 +17,7 @@ from umni.errors import ConfigError, Refusal
 from umni.pricing import Price, estimate
 from umni.roles import JUDGE, Part, RequestOptions, TextReply, Usage, respond_with
 from umni.spec import Spec
+from umni_adapters.openai_http import OpenAIBackend, is_reasoning_model
 
 
 def run(spec: str, action: Callable[[OpenAIBackend], Awaitable[Any]]) -> Any:

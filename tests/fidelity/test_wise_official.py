@@ -27,6 +27,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.support.openai_server import ChatRequest, OpenAIStubServer
+from tests.support.shared_data import shared_data
+from umni.cli import main
+from umni.errors import InputError, InvalidAnswer, ParseFailure
+from umni_cases import bundled
 from umni_graphs.wise import PROTOCOL, WiseOptions
 from umni_graphs.wise.prompts import (
     LegacyScores,
@@ -36,12 +42,6 @@ from umni_graphs.wise.prompts import (
     parse_verified_answer,
 )
 from umni_graphs.wise.scoring import LegacyJudgement, summarize_legacy, wiscore
-
-from tests.support.openai_server import ChatRequest, OpenAIStubServer
-from tests.support.shared_data import shared_data
-from umni.cli import main
-from umni.errors import InputError, InvalidAnswer, ParseFailure
-from umni_cases import bundled
 
 
 def options(**values: str) -> WiseOptions:

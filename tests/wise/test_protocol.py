@@ -11,6 +11,7 @@ import pytest
 from PIL import Image
 from pydantic import ValidationError
 
+from tests.support.shared_data import shared_data
 from umni.backends import Backend
 from umni.bindings import Bindings
 from umni.errors import BackendError, ConfigError, InputError
@@ -22,9 +23,6 @@ from umni.spec import Spec
 from umni_cases import bundled
 from umni_graphs.wise import PROTOCOL, WiseOptions
 from umni_graphs.wise.cases import CATEGORIES, load_prompts
-
-from tests.support.shared_data import shared_data
-
 
 
 def real_data() -> Path:

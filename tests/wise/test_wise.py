@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.shared_data import shared_data
 from umni.errors import InputError, InputErrors, InvalidAnswer, ParseFailure
 from umni_cases import bundled
 from umni_graphs.wise.cases import (
@@ -26,7 +27,6 @@ from umni_graphs.wise.prompts import (
     parse_verified_answer,
     verified_judge_prompt,
 )
-from tests.support.shared_data import shared_data
 from umni_graphs.wise.scoring import (
     LegacyJudgement,
     VerifiedJudgement,
@@ -35,7 +35,6 @@ from umni_graphs.wise.scoring import (
     summarize_verified,
     wiscore,
 )
-
 
 
 def real_data() -> Path:

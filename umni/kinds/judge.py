@@ -4,6 +4,7 @@ again a bounded number of times (the retry policy's `parse_retries`), then recor
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 from pydantic import BaseModel
@@ -41,7 +42,7 @@ class Judge(Kind):
         last: OutputFailure | None = None
         for parse_try in range(1 + ctx.retry.parse_retries):
             seed = ctx.seed(parse_try)
-            reply = await ctx.call(lambda seed=seed: R.respond_with(backend, parts, node.params, max_tokens=max_tokens, seed=seed))
+            reply = await ctx.call(partial(R.respond_with, backend, parts, node.params, max_tokens=max_tokens, seed=seed))
             try:
                 value = node.parse(reply.text)
             except (ParseFailure, InvalidAnswer) as exc:  # out of format or out of range: ask again, boundedly
