@@ -161,7 +161,7 @@ class PostgresResults:
             try:
                 with self._guard():
                     async with writer.transaction():
-                        winners = [await self._write(writer, *item[:4]) for item in batch]
+                        winners = await self._write_batch(writer, [item[:4] for item in batch])
             except BaseException as exc:
                 for item in batch:
                     if not item[4].done():
@@ -175,26 +175,38 @@ class PostgresResults:
                     item[4].set_result(winner)
 
     @staticmethod
-    async def _write(conn: Any, key: str, kind: str, text: str, provenance: str | None) -> dict[str, Any] | None:
-        checksum = row_checksum(key, kind, text)
-        cur = await conn.execute(
-            "INSERT INTO umni_results(key, kind, output, created, checksum, provenance) VALUES (%s,%s,%s,%s,%s,%s) "
-            "ON CONFLICT (key) DO NOTHING RETURNING key",
-            (key, kind, text, time.time(), checksum, provenance),
-        )
-        if await cur.fetchone() is not None:
-            return None
-        cur = await conn.execute("SELECT kind, output, checksum FROM umni_results WHERE key=%s FOR UPDATE", (key,))
-        row = await cur.fetchone()
-        existing = None if row is None else decode_row(key, *row)
-        if existing is not None:
-            return existing
-        # a damaged row (or one from before checksums): replace it, as SQLite does
-        await conn.execute(
-            "UPDATE umni_results SET kind=%s, output=%s, created=%s, checksum=%s, provenance=%s WHERE key=%s",
-            (kind, text, time.time(), checksum, provenance, key),
-        )
-        return None
+    async def _write_batch(conn: Any, items: list[tuple[str, str, str, str | None]]) -> list[dict[str, Any] | None]:
+        """Inside a transaction: insert every new key (one pipelined round trip), then read the rows
+        that won (one more); a damaged row in the way is replaced. None: this write won."""
+        now = time.time()
+        rows = [(key, kind, text, now, row_checksum(key, kind, text), prov) for key, kind, text, prov in items]
+        async with conn.cursor() as cur:
+            await cur.executemany(
+                "INSERT INTO umni_results(key, kind, output, created, checksum, provenance) VALUES (%s,%s,%s,%s,%s,%s) "
+                "ON CONFLICT (key) DO NOTHING",
+                rows,
+            )
+            await cur.execute("SELECT key, kind, output, checksum FROM umni_results WHERE key = ANY(%s) FOR UPDATE",
+                              ([item[0] for item in items],))
+            stored = {key: (kind, text, checksum) for key, kind, text, checksum in await cur.fetchall()}
+        winners: list[dict[str, Any] | None] = []
+        for key, kind, text, checksum, prov in ((r[0], r[1], r[2], r[4], r[5]) for r in rows):
+            row = stored.get(key)
+            if row is not None and row[1] == text and row[2] == checksum:
+                winners.append(None)  # this write's row (or an identical one)
+                continue
+            existing = None if row is None else decode_row(key, *row)
+            if existing is not None:
+                winners.append(existing)
+                continue
+            # a damaged row (or one from before checksums): replace it, as SQLite does
+            await conn.execute(
+                "UPDATE umni_results SET kind=%s, output=%s, created=%s, checksum=%s, provenance=%s WHERE key=%s",
+                (kind, text, now, checksum, prov, key),
+            )
+            stored[key] = (kind, text, checksum)
+            winners.append(None)
+        return winners
 
     def put_now(self, key: str, kind: str, output: Mapping[str, Any], *, replace: bool = False,
                 provenance: Mapping[str, Any] | None = None) -> dict[str, Any]:

@@ -1,10 +1,12 @@
 """The default result store: one SQLite file (WAL), shared by the processes of one machine.
 
 Reads run inline: in WAL mode a read takes microseconds and never waits for a writer. Writes go
-through one writer thread per store, which takes every write queued while it was committing and
-commits them in one transaction, so the event loop never waits on an fsync and a burst of finished
-nodes costs one commit. A caller's write returns once its transaction committed, so a crash loses
-at most the writes not yet acknowledged (nodes still running, as before).
+through one writer: a task per event loop collects every write queued while the previous batch was
+committing and hands the batch to the store's single writer thread, which commits it in one
+transaction; so the event loop never waits on an fsync (or on another process's write lock), a
+burst of finished nodes costs one commit and one wake-up of the loop. A caller's write returns once
+its transaction committed, so a crash loses at most the writes not yet acknowledged (nodes still
+running, as before).
 
 Schema creation (and the upgrade of a cache from before checksums or provenance) happens inside
 `BEGIN IMMEDIATE`, so processes opening one fresh file at once serialise instead of racing.
@@ -14,13 +16,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import queue
 import sqlite3
-import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from concurrent.futures import Future
-from dataclasses import dataclass, field
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +47,12 @@ CREATE TABLE IF NOT EXISTS results (
 )"""
 
 
+_INSERT_NEW = (
+    "INSERT INTO results(key, kind, output, created, checksum, provenance) VALUES (?,?,?,?,?,?) ON CONFLICT(key) DO NOTHING"
+)
+_REPLACE = "INSERT OR REPLACE INTO results(key, kind, output, created, checksum, provenance) VALUES (?,?,?,?,?,?)"
+
+
 def connect(path: Path) -> sqlite3.Connection:
     """A WAL connection that waits (60 s) for other writers instead of failing."""
     with storage_guard(path):
@@ -70,7 +76,6 @@ class _Write:
     text: str
     provenance: str | None
     replace: bool
-    done: Future[dict[str, Any] | None] = field(default_factory=Future)
 
 
 class SqliteResults:
@@ -97,9 +102,11 @@ class SqliteResults:
                 if self.db.in_transaction:
                     self.db.execute("ROLLBACK")
                 raise
-        self._queue: queue.SimpleQueue[_Write | None] = queue.SimpleQueue()
-        self._writer: threading.Thread | None = None
-        self._start_lock = threading.Lock()
+        #: the one writer thread (its own connection, made there); every commit runs on it
+        self._writer = ThreadPoolExecutor(1, thread_name_prefix=f"umni-store-writer:{self.path.name}")
+        self._writer_conn: sqlite3.Connection | None = None
+        self._pending: dict[asyncio.AbstractEventLoop, list[tuple[_Write, asyncio.Future[dict[str, Any] | None]]]] = {}
+        self._flushing: dict[asyncio.AbstractEventLoop, asyncio.Task[None]] = {}
         self._closed = False
         #: commits made by the writer (a burst of writes shares one): for tests and the bench
         self.commits = 0
@@ -136,27 +143,47 @@ class SqliteResults:
             return [r[0] for r in self.db.execute("PRAGMA integrity_check") if r[0] != "ok"]
 
     # ----------------------------------------------------------------- writes
-    def _submit(self, key: str, kind: str, output: Mapping[str, Any], replace: bool,
-                provenance: Mapping[str, Any] | None) -> _Write:
+    def _write(self, key: str, kind: str, output: Mapping[str, Any], replace: bool,
+               provenance: Mapping[str, Any] | None) -> _Write:
         if self._closed:
             raise StorageError("the result store is closed", path=self.path)
-        write = _Write(key, kind, encode_output(output), json.dumps(dict(provenance), sort_keys=True) if provenance else None, replace)
-        with self._start_lock:
-            if self._writer is None or not self._writer.is_alive():
-                self._writer = threading.Thread(target=self._write_loop, name=f"umni-store-writer:{self.path.name}", daemon=True)
-                self._writer.start()
-        self._queue.put(write)
-        return write
+        return _Write(key, kind, encode_output(output), json.dumps(dict(provenance), sort_keys=True) if provenance else None, replace)
 
     async def put_if_absent(self, key: str, kind: str, output: Mapping[str, Any],
                             provenance: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        write = self._submit(key, kind, output, False, provenance)
-        winner = await asyncio.wrap_future(write.done)
+        write = self._write(key, kind, output, False, provenance)
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[dict[str, Any] | None] = loop.create_future()
+        self._pending.setdefault(loop, []).append((write, done))
+        task = self._flushing.get(loop)
+        if task is None or task.done():
+            self._flushing[loop] = loop.create_task(self._flush(loop))
+        winner = await done
         return dict(output) if winner is None else winner
+
+    async def _flush(self, loop: asyncio.AbstractEventLoop) -> None:
+        """The writer task: hand what is queued to the writer thread as one batch, until none is."""
+        pending = self._pending.setdefault(loop, [])
+        while pending:
+            batch = pending[:MAX_BATCH]
+            del pending[:MAX_BATCH]
+            try:
+                winners = await loop.run_in_executor(self._writer, self._commit_batch, [w for w, _ in batch])
+            except BaseException as exc:
+                for _, done in batch:
+                    if not done.done():
+                        done.set_exception(exc)
+                if not isinstance(exc, Exception):
+                    raise
+                continue
+            for (_, done), winner in zip(batch, winners):
+                if not done.done():
+                    done.set_result(winner)
 
     def put_now(self, key: str, kind: str, output: Mapping[str, Any], *, replace: bool = False,
                 provenance: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        winner = self._submit(key, kind, output, replace, provenance).done.result()
+        write = self._write(key, kind, output, replace, provenance)
+        (winner,) = self._writer.submit(self._commit_batch, [write]).result()
         return dict(output) if winner is None else winner
 
     def forget_now(self, key: str) -> None:
@@ -166,38 +193,16 @@ class SqliteResults:
     async def forget(self, key: str) -> None:
         self.forget_now(key)
 
-    def _write_loop(self) -> None:
-        conn: sqlite3.Connection | None = None
-        while True:
-            first = self._queue.get()
-            if first is None:
-                break
-            batch = [first]
-            stop = False
-            while len(batch) < MAX_BATCH:
-                try:
-                    more = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if more is None:
-                    stop = True
-                    break
-                batch.append(more)
-            try:
-                if conn is None:
-                    conn = connect(self.path)
-                winners = self._commit(conn, batch)
-            except BaseException as exc:
-                error = exc if isinstance(exc, StorageError) else StorageError(f"writing results failed: {exc}", path=self.path)
-                for write in batch:
-                    write.done.set_exception(error)
-            else:
-                for write, winner in zip(batch, winners):
-                    write.done.set_result(winner)
-            if stop:
-                break
-        if conn is not None:
-            conn.close()
+    def _commit_batch(self, batch: list[_Write]) -> list[dict[str, Any] | None]:
+        """On the writer thread: commit `batch`; a fault becomes StorageError naming the file."""
+        try:
+            if self._writer_conn is None:
+                self._writer_conn = connect(self.path)
+            return self._commit(self._writer_conn, batch)
+        except StorageError:
+            raise
+        except Exception as exc:
+            raise StorageError(f"writing results failed: {type(exc).__name__}: {exc}", path=self.path) from exc
 
     def _commit(self, conn: sqlite3.Connection, batch: list[_Write]) -> list[dict[str, Any] | None]:
         """One transaction for the batch; for each write, the row that won (None: this write)."""
@@ -206,17 +211,19 @@ class SqliteResults:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 for write in batch:
-                    if not write.replace:
-                        row = conn.execute("SELECT kind, output, checksum FROM results WHERE key=?", (write.key,)).fetchone()
-                        existing = None if row is None else decode_row(write.key, *row)
-                        if existing is not None:
-                            winners.append(existing)
-                            continue
-                    conn.execute(
-                        "INSERT OR REPLACE INTO results(key, kind, output, created, checksum, provenance) VALUES (?,?,?,?,?,?)",
-                        (write.key, write.kind, write.text, time.time(), row_checksum(write.key, write.kind, write.text), write.provenance),
-                    )
-                    winners.append(None)
+                    row = (write.key, write.kind, write.text, time.time(), row_checksum(write.key, write.kind, write.text), write.provenance)
+                    if write.replace:
+                        conn.execute(_REPLACE, row)
+                        winners.append(None)
+                        continue
+                    if conn.execute(_INSERT_NEW, row).rowcount == 1:
+                        winners.append(None)
+                        continue
+                    found = conn.execute("SELECT kind, output, checksum FROM results WHERE key=?", (write.key,)).fetchone()
+                    existing = None if found is None else decode_row(write.key, *found)
+                    if existing is None:  # a damaged row (or one from before checksums) is replaced
+                        conn.execute(_REPLACE, row)
+                    winners.append(existing)
                 conn.execute("COMMIT")
             except BaseException:
                 if conn.in_transaction:
@@ -230,10 +237,13 @@ class SqliteResults:
         if self._closed:
             return
         self._closed = True
-        writer = self._writer
-        if writer is not None and writer.is_alive():
-            self._queue.put(None)
-            writer.join()
+
+        def close_writer() -> None:
+            if self._writer_conn is not None:
+                self._writer_conn.close()
+
+        self._writer.submit(close_writer).result()  # after every write already handed over
+        self._writer.shutdown(wait=True)
         self.db.close()
 
     async def close(self) -> None:
