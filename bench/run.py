@@ -27,7 +27,7 @@ from rich.table import Table
 
 from umni import __version__
 
-from . import batching, inspect_compare, latency, overhead, scale, swap
+from . import batching, inspect_compare, latency, overhead, scale, stores, swap
 from .machine import machine
 
 
@@ -72,6 +72,9 @@ def _benchmarks(s: Sizes) -> dict[str, Callable[[], dict[str, Any]]]:
             samples=s.inspect[0], calls=s.inspect[1], latency=s.inspect[2], concurrency=s.inspect[3]
         ),
         "batching": lambda: batching.run(n=s.batch_n, batch_size=s.batch_size, steps=s.batch_steps, side=32),
+        "stores": lambda: stores.run(
+            cases=s.overhead_cases // 5, answers_per_case=s.overhead_answers, writes=max(20, s.overhead_cases // 5)
+        ),
     }
 
 
@@ -131,6 +134,23 @@ def _rows(result: dict[str, Any]) -> list[tuple[str, str, str, str]]:
         for label, r in result["inspect"].items():
             rows.append((f"inspect_ai {result['inspect_version']} ({label})",
                          f"{r['inspect_seconds']:.2f} s; umni / inspect = {r['umni_over_inspect']:.2f}", "< 1", _ok(r["umni_over_inspect"] < 1)))
+        return rows
+    if name == "stores":
+        rows = []
+        for store in ("sqlite", "postgresql"):
+            r = result[store]
+            if isinstance(r, str):
+                rows.append((store, r[:80], "", "—"))
+                continue
+            rows += [
+                (f"{store}: per node computed / cached ({result['params']['nodes']:,} nodes)",
+                 f"{r['computed_us_per_node']:.0f} µs / {r['cached_us_per_node']:.0f} µs", "", ""),
+                (f"{store}: put alone / in a burst / get",
+                 f"{r['put_alone_us']:.0f} / {r['put_in_burst_us']:.0f} / {r['get_us']:.0f} µs", "", ""),
+            ]
+        if "postgres_over_sqlite_computed" in result:
+            rows.append(("PostgreSQL / SQLite per node, computed / cached",
+                         f"{result['postgres_over_sqlite_computed']:.2f}× / {result['postgres_over_sqlite_cached']:.2f}×", "", ""))
         return rows
     return [("result", json.dumps(result)[:80], "", "")]
 
