@@ -386,7 +386,10 @@ def _summary(
         "backends": bindings.identities(),
         "options": options.model_dump(mode="json"),
         "counts": counts,
-        "failures": {kind: failures[kind] for kind in FAILURE_KINDS} | {"blocked": statuses["blocked"]},
+        # every kind a node failed with is counted, a kind not listed in FAILURE_KINDS (a plugin's) too
+        "failures": {kind: failures[kind] for kind in FAILURE_KINDS}
+        | {kind: n for kind, n in sorted(failures.items()) if kind not in FAILURE_KINDS}
+        | {"blocked": statuses["blocked"]},
         "calls": dict(sorted(stats.calls.items())),
         "usage": {role: asdict(u) for role, u in sorted(stats.usage.items())},
         "wall_seconds": round(seconds, 3),

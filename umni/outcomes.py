@@ -18,7 +18,7 @@ from .secrets import scrub
 Status = Literal["computed", "cached", "failed", "skipped", "blocked", "pending"]
 
 #: Failure kinds, each counted on its own line of a summary.
-FAILURE_KINDS = ("backend", "parse", "invalid", "degenerate", "input", "internal")
+FAILURE_KINDS = ("backend", "parse", "invalid", "refusal", "degenerate", "input", "internal")
 
 
 @dataclass

@@ -4,7 +4,9 @@ Every test talks to a real loopback server (tests.support.openai_server)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
 from typing import Any, ClassVar
 
 import anyio
@@ -13,6 +15,7 @@ from PIL import Image
 
 from tests.support.openai_server import OpenAIStubServer, draw_from_prompt
 from umni.backends import Backend
+from umni.cli import main
 from umni.errors import ConfigError, Refusal
 from umni.pricing import Price, estimate
 from umni.roles import JUDGE, Part, RequestOptions, TextReply, Usage, respond_with
@@ -259,3 +262,40 @@ def test_extra_body_reaches_image_requests_and_edits_as_form_fields() -> None:
         edit = server.last("/images/edits").form
     assert (generation["background"], generation["output_compression"]) == ("opaque", 80)
     assert (edit["background"], edit["output_compression"]) == ("opaque", "80")
+
+
+# -- through a run ---------------------------------------------------------------------------------------
+
+
+def _wise_run(tmp_path: Path, server: OpenAIStubServer, *extra: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    out = tmp_path / "run"
+    code = main([
+        "run", "wise", "--role", "generate=sim/umm", "--role", f"judge=openai/judge-vlm?base_url={server.base_url}",
+        "--out", str(out), "--cache", str(tmp_path / "cache"), "--limit", "3", "--quiet", *extra,
+    ])  # fmt: skip
+    assert code == 0
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    return json.loads((out / "summary.json").read_text()), records
+
+
+def test_a_refusing_judge_is_counted_as_refusals_with_their_text(tmp_path: Path) -> None:
+    with OpenAIStubServer(patch_completion=_refuse) as server:
+        summary, records = _wise_run(tmp_path, server)
+        asked = server.count("/chat/completions")
+    assert {k: n for k, n in summary["failures"].items() if n} == {"refusal": 3}
+    assert summary["scores"]["failures"] == {"refusal": 3}
+    assert asked == 3  # a refusal is not asked again: the same request would be refused again
+    assert {r["judge_reply"] for r in records} == {"I can't help with grading that image."}
+    assert all("refused" in r["detail"] for r in records)
+
+
+def test_a_server_without_usage_gives_unknown_tokens_and_cost_in_the_summary(tmp_path: Path) -> None:
+    prices = tmp_path / "prices.yaml"
+    prices.write_text("openai/judge-vlm: {input_per_million: 1.0, output_per_million: 2.0}\nsim/umm: {per_image: 0.5}\n")
+    with OpenAIStubServer(include_usage=False, responder=lambda chat: "Score: 1") as server:
+        summary, _ = _wise_run(tmp_path, server, "--prices", str(prices))
+    judge = summary["usage"]["judge"]
+    assert (judge["calls"], judge["input_tokens"], judge["output_tokens"]) == (3, None, None)
+    cost = summary["cost"]
+    assert cost["per_role"] == {"judge": None, "generate": 1.5} and cost["unknown_roles"] == ["judge"]
+    assert cost["total"] is None and cost["known_total"] == 1.5
