@@ -406,7 +406,17 @@ class OpenAIBackend(Backend):
             raise BackendError(f"{self._who()} {path}: connection failed ({detail})", retryable=True) from None
         elapsed = time.perf_counter() - started
         if not response.is_success:
-            raise _status_error(response, who=f"{self._who()} {path}", secret=self._api_key)
+            error = _status_error(response, who=f"{self._who()} {path}", secret=self._api_key)
+            extra = [k for k in (json_body or {}) if k not in RESERVED_FIELDS | set(self.image_options) | {"logprobs"}]
+            named = [k for k in extra if k in str(error)]
+            if response.status_code == 400 and named:
+                raise BackendError(
+                    f"{error} (the refused field {', '.join(named)} is an extra body field, from the spec's extra_body "
+                    "or the node's request: a server that does not take it needs it left out, e.g. a WISE judge on a "
+                    "hosted API with --option judge_thinking=server)",
+                    retryable=False,
+                ) from None
+            raise error
         try:
             return strict_json(response.content), elapsed
         except (ValueError, UnicodeDecodeError):  # JSONDecodeError, NaN/Infinity, out-of-range numbers

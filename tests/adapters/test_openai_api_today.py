@@ -13,10 +13,10 @@ import anyio
 import pytest
 from PIL import Image
 
-from tests.support.openai_server import OpenAIStubServer, draw_from_prompt
+from tests.support.openai_server import Fault, OpenAIStubServer, draw_from_prompt
 from umni.backends import Backend
 from umni.cli import main
-from umni.errors import ConfigError, Refusal
+from umni.errors import BackendError, ConfigError, Refusal
 from umni.pricing import Price, estimate
 from umni.roles import JUDGE, Part, RequestOptions, TextReply, Usage, respond_with
 from umni.spec import Spec
@@ -299,3 +299,13 @@ def test_a_server_without_usage_gives_unknown_tokens_and_cost_in_the_summary(tmp
     cost = summary["cost"]
     assert cost["per_role"] == {"judge": None, "generate": 1.5} and cost["unknown_roles"] == ["judge"]
     assert cost["total"] is None and cost["known_total"] == 1.5
+
+
+def test_a_server_refusing_an_extra_field_says_where_the_field_came_from() -> None:
+    message = "Unrecognized request argument supplied: chat_template_kwargs"
+    options = RequestOptions(extra_body={"chat_template_kwargs": {"enable_thinking": False}})
+    with OpenAIStubServer(faults=[Fault.bad_request(message)]) as server:
+        with pytest.raises(BackendError) as caught:
+            run(f"openai/gpt-4o?base_url={server.base_url}", lambda b: b.respond(["a"], options=options))
+    assert message in str(caught.value) and "judge_thinking=server" in str(caught.value)
+    assert not caught.value.retryable
