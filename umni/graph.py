@@ -54,7 +54,7 @@ class Ref:
     optional: bool = False
     type: OutputType = field(default="any", compare=False)
 
-    def maybe(self) -> "Ref":
+    def maybe(self) -> Ref:
         return Ref(self.node, optional=True, type=self.type)
 
 
@@ -156,7 +156,7 @@ class Graph(Generic[H]):
         self.nodes: dict[str, Node] = {}
         self.handles: H | None = handles
 
-    def with_handles(self, handles: H) -> "Graph[H]":
+    def with_handles(self, handles: H) -> Graph[H]:
         """Keep `handles` with the graph (returns the graph, for ``return g.with_handles(...)``)."""
         self.handles = handles
         return self

@@ -17,7 +17,7 @@ import heapq
 import itertools
 import time
 from collections import Counter, deque
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -99,6 +99,15 @@ class _Lane:
         self.running = 0
         self.waiting: list[tuple[tuple[int, int], int, Callable[[], Awaitable[None]]]] = []
 
+    async def drain(self, task: Callable[[], Awaitable[None]]) -> None:
+        """Run `task`, then the waiting ones in priority order, while this slot is held."""
+        while True:
+            await task()
+            if not self.waiting:
+                self.running -= 1
+                return
+            _, _, task = heapq.heappop(self.waiting)
+
 
 class LanePool:
     """One lane per backend instance. Runners that share a pool (the runs of a sweep) share each
@@ -108,7 +117,7 @@ class LanePool:
         self._lanes: dict[int, _Lane] = {}
         self.compute = _Lane(1 << 30)
         #: cache key -> nodes (of any runner in the pool) waiting for the same work to finish
-        self.inflight: dict[str, list[tuple["Runner", "_CaseRun", str]]] = {}
+        self.inflight: dict[str, list[tuple[Runner, _CaseRun, str]]] = {}
         #: tie-break of equal priorities in the lanes; shared, since the lanes are (never compare tasks)
         self.seq = itertools.count()
 
@@ -277,16 +286,9 @@ class Runner:
                 return Outcome(node.id, "skipped")
         kind = get_kind(node.kind)
         backend = self.bindings[node.role] if node.role else None
-        try:
-            key = node_key(node, backend, self.inputs.fingerprints(run.outcomes, node), self.seed)
-        except FileNotFoundError as exc:
-            return _failed(node.id, "input", str(exc))
-        except InputError as exc:  # a case image that cannot be decoded: this node's input failure
-            return _failed(node.id, "input", exc.describe())
-        except ConfigError as exc:  # e.g. a callable that cannot be fingerprinted
-            return _failed(node.id, "internal", str(exc))
-        except (TypeError, ValueError) as exc:  # a parameter or const that is not JSON
-            return _failed(node.id, "internal", f"the node's parameters cannot be keyed: {exc}")
+        key = _key(node, backend, lambda: self.inputs.fingerprints(run.outcomes, node), self.seed)
+        if isinstance(key, Outcome):
+            return key
         policy = kind.cache_policy(node)
         hit = self.cache.get(key) if policy.read else None
         if hit is not None and self.inputs.blobs_present(hit):
@@ -308,18 +310,10 @@ class Runner:
 
         if lane.running < lane.limit:
             lane.running += 1
-            self._tg.start_soon(self._in_lane, lane, task)
+            self._tg.start_soon(lane.drain, task)
         else:
             heapq.heappush(lane.waiting, ((run.job.position, run.order[node.id]), next(self._seq), task))
         return None
-
-    async def _in_lane(self, lane: _Lane, task: Callable[[], Awaitable[None]]) -> None:
-        while True:
-            await task()
-            if not lane.waiting:
-                lane.running -= 1
-                return
-            _, _, task = heapq.heappop(lane.waiting)
 
     def _finish(self, run: _CaseRun, outcome: Outcome) -> None:
         run.outcomes[outcome.node] = outcome
@@ -359,14 +353,8 @@ class Runner:
             output = (await kind.execute(ctx)).model_dump()
         except StorageError:  # the disk failed, not the node: stop the run, record nothing
             raise
-        except OutputFailure as exc:
-            outcome = _failed(node.id, exc.kind, str(exc), ctx.calls or 1, raw=exc.raw)
-        except BackendError as exc:
-            outcome = _failed(node.id, "backend", str(exc), ctx.calls or 1)
-        except InputError as exc:  # bad case data met while computing: the user's to fix, not a bug
-            outcome = _failed(node.id, "input", exc.describe(), ctx.calls or 1)
-        except Exception as exc:  # a backend or compute bug: recorded against this node, the run goes on
-            outcome = _failed(node.id, "internal", f"{type(exc).__name__}: {exc}", ctx.calls or 1)
+        except Exception as exc:
+            outcome = _failure(node.id, exc, ctx.calls or 1)
         else:
             try:
                 if policy.write:  # the row that won (another process may have stored this key first)
@@ -387,8 +375,36 @@ class Runner:
             other_runner._finish(other_run, replace(outcome, node=other_id, status=status))
 
 
+def _key(node: Node, backend: Backend | None, inputs: Callable[[], dict[str, Any]], seed: int) -> str | Outcome:
+    """The node's cache key, or its failure when the key cannot be made (a missing or broken case
+    image, a callable that cannot be fingerprinted, a parameter that is not JSON)."""
+    try:
+        return node_key(node, backend, inputs(), seed)
+    except FileNotFoundError as exc:
+        return _failed(node.id, "input", str(exc))
+    except InputError as exc:  # a case image that cannot be decoded: this node's input failure
+        return _failed(node.id, "input", exc.describe())
+    except ConfigError as exc:  # e.g. a callable that cannot be fingerprinted
+        return _failed(node.id, "internal", str(exc))
+    except (TypeError, ValueError) as exc:  # a parameter or const that is not JSON
+        return _failed(node.id, "internal", f"the node's parameters cannot be keyed: {exc}")
+
+
+def _failure(nid: str, exc: Exception, attempts: int) -> Outcome:
+    """What a kind's `execute` raised, as the node's typed failure."""
+    if isinstance(exc, OutputFailure):
+        return _failed(nid, exc.kind, str(exc), attempts, raw=exc.raw)
+    if isinstance(exc, BackendError):
+        return _failed(nid, "backend", str(exc), attempts)
+    if isinstance(exc, InputError):  # bad case data met while computing: the user's to fix, not a bug
+        return _failed(nid, "input", exc.describe(), attempts)
+    # a backend or compute bug: recorded against this node, the run goes on
+    return _failed(nid, "internal", f"{type(exc).__name__}: {exc}", attempts)
+
+
 def _blocked_by(run: _CaseRun, node: Node) -> str | None:
-    """"blocked" when a required input failed (or was blocked), "skipped" when one was skipped."""
+    """The status a node takes from its inputs: "blocked" when a required input failed (or was
+    blocked), "skipped" or "pending" when one was skipped or is left for a later run."""
     for ref in node.refs():
         if ref.optional:
             continue
