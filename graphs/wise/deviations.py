@@ -9,6 +9,7 @@ figure sits beside umni's wherever a deviation can change a number.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 #: id -> (what the official code does, what umni does, changes_score)
@@ -44,10 +45,15 @@ DEVIATIONS: dict[str, tuple[str, str, bool]] = {
 
 
 def deviations(
-    records: list[dict[str, Any]], umni_overall: float | None, official_overall: float | None
+    records: list[dict[str, Any]],
+    umni_overall: float | None,
+    official_overall: float | None,
+    *,
+    judge_prompt: Path | None = None,
 ) -> list[dict[str, Any]]:
     """Every deviation, with the prompts it touched in this run and, where it can change the score,
-    umni's Overall beside the official one."""
+    umni's Overall beside the official one. With a user's judge template (``judge_prompt``) the
+    wording entry says that file was used instead."""
     touched = {
         "whole-number-marks": sum(1 for r in records if _differs(r) and r.get("failure") == "invalid"),
         "think-prefix": sum(1 for r in records if _differs(r) and "</think>" in (r.get("judge_reply") or "")),
@@ -55,6 +61,9 @@ def deviations(
     }
     out = []
     for key, (official, umni, changes) in DEVIATIONS.items():
+        if key == "judge-wording" and judge_prompt is not None:
+            umni = f"the judge is asked with the text of {judge_prompt} (the official text when the file holds it)"
+            changes = False
         entry: dict[str, Any] = {"id": key, "metric": "all", "official": official, "umni": umni, "changes_score": changes}
         if key in touched:
             entry["cases"] = touched[key]

@@ -10,9 +10,12 @@ retry and, failing that, count the item as a judge failure.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import NamedTuple
 
-from umni.errors import InvalidAnswer, ParseFailure
+import yaml
+
+from umni.errors import InputError, InvalidAnswer, ParseFailure
 
 ANSWER_HEADING = "## Answer format"
 
@@ -77,6 +80,36 @@ Score: <0-1>"""
 #: System messages of the two judge requests (the official requests carry one too; these are umni's words).
 LEGACY_SYSTEM = "You grade images made by text-to-image models. Apply the grading protocol strictly and answer only in its format."
 VERIFIED_SYSTEM = "You check images made by text-to-image models for a knowledge benchmark. Follow the protocol exactly."
+
+
+class JudgeTemplate(NamedTuple):
+    """A judge request from the user's file (``--option judge_prompt=FILE``): the system message and
+    the user text, with ``{prompt}`` and ``{explanation}`` where the case's texts go."""
+
+    system: str | None
+    user: str
+
+    def render(self, prompt: str, explanation: str) -> str:
+        return self.user.replace("{prompt}", prompt).replace("{explanation}", explanation)
+
+
+def load_judge_template(path: str | Path) -> JudgeTemplate:
+    """Read a judge template file: YAML (or JSON) with ``user`` (required, holding ``{prompt}`` and
+    ``{explanation}``) and ``system`` (optional). This is how a run asks the judge with the authors'
+    own protocol text, which umni does not ship."""
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise InputError(f"cannot read the judge template ({exc})", path=path) from None
+    if not isinstance(raw, dict) or set(raw) - {"system", "user"}:
+        raise InputError("a judge template maps 'user' (and optionally 'system') to text", path=path)
+    user, system = raw.get("user"), raw.get("system")
+    if not isinstance(user, str) or "{prompt}" not in user or "{explanation}" not in user:
+        raise InputError("'user' must be text holding {prompt} and {explanation}", path=path, field="user")
+    if system is not None and not isinstance(system, str):
+        raise InputError("'system' must be text", path=path, field="system")
+    return JudgeTemplate(system=system, user=user)
 
 
 class LegacyScores(NamedTuple):

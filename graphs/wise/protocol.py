@@ -18,6 +18,8 @@ listed by id in the summary.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -87,6 +89,12 @@ class WiseOptions(BaseModel):
         description="off: ask the judge server to think not (chat_template_kwargs, as the verified script does; "
         "vLLM/SGLang); server: send nothing (hosted APIs that refuse the field); default: off for verified "
         "scoring, server for legacy (whose script called a hosted API)",
+    )
+
+    judge_prompt: Path | None = Field(
+        None,
+        description="a YAML file with 'user' (holding {prompt} and {explanation}) and optional 'system': ask the "
+        "judge with this text (the authors' own protocol, say) instead of umni's wording",
     )
 
     @model_validator(mode="after")
@@ -167,6 +175,10 @@ class Wise(Protocol[WiseCase]):
         (``data_verified/``, ``WISE_legacy/data/``). Files of the other set are refused, named or
         recognised by their labels: their id ranges differ, so they are never scored with these."""
         assert isinstance(options, WiseOptions)
+        if options.judge_prompt is not None:
+            if not options.judge_prompt.is_file():
+                raise InputError("the judge template file (judge_prompt) does not exist", path=options.judge_prompt)
+            _judge_template(options.judge_prompt)  # a bad template fails here, before any work
         variant = options.prompt_set
         path = Path(path)
         if path.is_file():
@@ -222,11 +234,18 @@ class Wise(Protocol[WiseCase]):
         assert isinstance(options, WiseOptions)
         g: Graph[Any] = Graph(case.id)
         image = g.generate(IMAGE_NODE, [case.prompt.Prompt])
+        rubric: Callable[[str, str], str]
+        system: str | None
         if options.scoring == "legacy":
             rubric, parse, system = P.legacy_judge_prompt, parse_legacy_marks, P.LEGACY_SYSTEM
         else:
             rubric, parse, system = P.verified_judge_prompt, parse_verified_score, P.VERIFIED_SYSTEM
-        request: dict[str, Any] = {"system": system, "temperature": JUDGE_TEMPERATURE}
+        if options.judge_prompt is not None:
+            template = _judge_template(options.judge_prompt)
+            rubric, system = template.render, template.system
+        request: dict[str, Any] = {"temperature": JUDGE_TEMPERATURE}
+        if system:
+            request["system"] = system
         if options.judge_thinking == "off":
             request["extra_body"] = THINKING_OFF
         g.judge(
@@ -328,7 +347,9 @@ class Wise(Protocol[WiseCase]):
             "note": "every kept judge reply re-read by the official rules and averaged by the official "
             "arithmetic; prompts the official script would drop (no image, unreadable reply) are left out",
         }
-        scores["deviations"] = deviations(records, scores["overall"], scores["official_equivalent"]["overall"])
+        scores["deviations"] = deviations(
+            records, scores["overall"], scores["official_equivalent"]["overall"], judge_prompt=options.judge_prompt
+        )
         if options.scoring == "legacy":
             # One flat table per mark (categories as columns), as in the paper's appendix.
             for mark in MARKS:
@@ -437,6 +458,17 @@ def _attempts(judge: Outcome | None) -> int | None:
     if judge.ok and judge.output:
         return int(judge.output.get("parse_attempts", 1))
     return judge.failure.attempts if judge.failure else None
+
+
+def _judge_template(path: Path) -> P.JudgeTemplate:
+    """The judge template of `path`, read once per file version (every case's graph asks for it)."""
+    stat = path.stat()
+    return _read_template(str(path), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=8)
+def _read_template(path: str, mtime_ns: int, size: int) -> P.JudgeTemplate:
+    return P.load_judge_template(path)
 
 
 def _official_reading(scoring: str, image: Outcome | None, reply: str | None) -> dict[str, float] | None:

@@ -296,3 +296,31 @@ def test_real_files_run_unchanged(tmp_path: Path) -> None:
     assert legacy["counts"]["cases"] == 2 and legacy["scores"]["set"] == "legacy"
     assert verified["scores"]["failures"] == {"parse": 2} == legacy["scores"]["failures"]
     assert re.search(r"998 of the 1000", verified["scores"]["coverage"])
+
+
+def test_a_judge_template_file_replaces_umnis_wording(tmp_path: Path) -> None:
+    template = tmp_path / "judge.yaml"
+    template.write_text(
+        'system: "Grade as the paper did."\n'
+        'user: "Paper protocol.\\nPROMPT: \\"{prompt}\\"\\nEXPLANATION: \\"{explanation}\\"\\nReturn Score: 0 or 1."\n'
+    )
+    case = PROTOCOL.load(bundled("wise") / "verified", options()).cases[0].prompt
+    with _judge_server({case.Prompt: "Score: 1"}) as server:
+        summary = _run(tmp_path, server, bundled("wise") / "verified", "--limit", "1", "--option", f"judge_prompt={template}")
+        sent = server.last("/chat/completions").json
+    system, user = sent["messages"]
+    assert system == {"role": "system", "content": "Grade as the paper did."}
+    assert user["content"][0]["text"] == (
+        f'Paper protocol.\nPROMPT: "{case.Prompt}"\nEXPLANATION: "{case.Explanation}"\nReturn Score: 0 or 1.'
+    )
+    assert summary["scores"]["culture"] == 1.0
+    wording = next(d for d in summary["scores"]["deviations"] if d["id"] == "judge-wording")
+    assert wording["changes_score"] is False and str(template) in wording["umni"]
+
+
+def test_a_bad_judge_template_is_refused_before_any_work(tmp_path: Path) -> None:
+    template = tmp_path / "judge.yaml"
+    template.write_text("user: no placeholders here\n")
+    code = main(["run", "wise", "--model", "sim/umm", "--out", str(tmp_path / "run"), "--cache", str(tmp_path / "c"),
+                 "--quiet", "--option", f"judge_prompt={template}"])  # fmt: skip
+    assert code == 2 and not (tmp_path / "run" / "summary.json").exists()
