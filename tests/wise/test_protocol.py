@@ -101,7 +101,9 @@ def bundled_prompts(*names: str) -> dict[int, dict]:
 
 
 def test_options_resolve_the_set_and_refuse_bad_combinations():
-    assert options().model_dump() == {"scoring": "verified", "set": "verified", "rewrite": False, "judge_thinking": "off"}
+    assert options().model_dump() == {
+        "scoring": "verified", "set": "verified", "rewrite": False, "judge_thinking": "off", "judge_prompt": None
+    }
     assert options(scoring="legacy").judge_thinking == "server"  # the legacy script called a hosted API
     assert options(judge_thinking="server").judge_thinking == "server"
     assert options(scoring="legacy").set == "legacy"
