@@ -112,18 +112,3 @@ def decode_image_bounded(raw: bytes, *, max_pixels: int, source: str) -> Image.I
             f"{source}: the returned image does not decode ({len(raw)} bytes; {type(exc).__name__}: {exc})", retryable=True
         ) from None
     return image.convert("RGB") if image.mode not in ("RGB", "RGBA", "L") else image
-
-
-def positive_int_param(options: dict[str, str], key: str, default: int, *, spec: str) -> int:
-    """A positive integer spec parameter (a cap), or `default` when the spec leaves it out."""
-    from umni.errors import ConfigError
-
-    if key not in options:
-        return default
-    try:
-        value = int(options[key])
-    except ValueError:
-        value = 0
-    if value <= 0:
-        raise ConfigError(f"backend spec '{spec}': {key} must be a positive integer, got '{options[key]}'")
-    return value

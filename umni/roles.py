@@ -166,7 +166,12 @@ class Detection:
 
 @runtime_checkable
 class Understander(Protocol):
-    """Fills ``understand`` and ``judge``: reads an interleaved prompt and answers."""
+    """Fills ``understand`` and ``judge``: reads an interleaved prompt and answers.
+
+    ``respond`` may also take ``options: RequestOptions | None`` (a node's system message,
+    temperature and extra request fields); `respond_with` passes them only to a backend whose
+    ``respond`` has that keyword, so backends without it keep working.
+    """
 
     async def respond(self, parts: Sequence[Part], *, max_tokens: int = 512, seed: int = 0) -> TextReply: ...
 

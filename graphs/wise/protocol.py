@@ -412,6 +412,10 @@ class Wise(Protocol[WiseCase]):
         if record["failure"] is not None:
             judge_rows.append((f"failure ({record['failure']})", record["detail"]))
         judge_rows.append(("judge reply", record["judge_reply"] if record["judge_reply"] is not None else "—"))
+        official = record.get("official")
+        if record["judge_reply"] is not None and official != record["marks"]:
+            read = ", ".join(f"{k.replace('_', ' ')} {v:g}" for k, v in official.items()) if official else "unreadable"
+            judge_rows.append(("official script's reading", f"{read} (a listed deviation)"))
         if record["judge_attempts"]:
             judge_rows.append(("judge attempts", str(record["judge_attempts"])))
         if record["failure"] is not None:
