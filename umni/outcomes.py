@@ -8,7 +8,7 @@ in this run's ``--phase`` and it is not cached, or an input it needs is pending:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar
 
@@ -95,3 +95,39 @@ class CaseResult(dict[str, Outcome], Generic[H]):
 
     def __getitem__(self, key: Any) -> Outcome:
         return super().__getitem__(getattr(key, "node", key))
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        return super().get(getattr(key, "node", key), default)
+
+    def __contains__(self, key: object) -> bool:
+        return super().__contains__(getattr(key, "node", key))
+
+
+# Helpers for records: what a protocol writes about a node's outcome, the same way everywhere.
+
+
+def record_status(outcome: Outcome) -> str:
+    """"done" for a result (computed now or cached: a record reads the same after a resume),
+    otherwise the status (failed, skipped, blocked, pending)."""
+    return "done" if outcome.ok else outcome.status
+
+
+def ok_output(outcome: Outcome) -> dict[str, Any] | None:
+    """The node's output when it has one, else None."""
+    return outcome.output if outcome.ok and outcome.output else None
+
+
+def failure_kind(outcome: Outcome) -> str | None:
+    """The failure kind (backend, parse, ...) of a failed node, else None."""
+    return outcome.failure.kind if outcome.failure is not None else None
+
+
+def first_failure(outcomes: Mapping[str, Outcome], nodes: Iterable[Any]) -> tuple[str, Failure] | None:
+    """The first of `nodes` (Refs or ids; absent ones are passed over) that failed, with its failure:
+    the node a record names when a score could not be made."""
+    for item in nodes:
+        nid = getattr(item, "node", item)
+        outcome = outcomes.get(nid)
+        if outcome is not None and outcome.failure is not None:
+            return nid, outcome.failure
+    return None

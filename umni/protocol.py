@@ -3,23 +3,34 @@
 A protocol is found by name through the ``umni.protocols`` entry-point group. It loads and validates
 a case file, builds one graph per case, turns each finished case into a record (one line of
 ``results.jsonl``), and aggregates records into the paper's table layout (``summary.json`` scores).
+
+Typed: ``Protocol[CaseT, OptionsT, RecordT]`` names the case model, the options model and the record
+type (a TypedDict: what results.jsonl holds, checked by mypy, plain JSON at run time). `build`
+keeps the Refs it made as typed handles on the graph (`Graph.with_handles`); the runner passes them
+back with the outcomes (`CaseResult.handles`), so `record` reads ``outcomes[handles.answer]`` and
+never agrees with `build` on node id strings. Protocols written against ``Protocol[CaseT]`` with
+string ids keep working: the two later parameters default to `BaseModel` and a plain dict.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic
 
 from pydantic import BaseModel, ConfigDict, ValidationError
+from typing_extensions import TypeVar
 
 from .errors import ConfigError
 from .graph import Graph
 from .outcomes import Outcome
 
 CaseT = TypeVar("CaseT")
+OptionsT = TypeVar("OptionsT", bound=BaseModel, default=BaseModel)
+RecordT = TypeVar("RecordT", default=dict[str, Any])
 
 
 @dataclass
@@ -61,7 +72,7 @@ class NoOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class Protocol(ABC, Generic[CaseT]):
+class Protocol(ABC, Generic[CaseT, OptionsT, RecordT]):
     """Base class for protocols. Subclasses fill in the abstract methods."""
 
     name: ClassVar[str]
@@ -81,15 +92,24 @@ class Protocol(ABC, Generic[CaseT]):
     def case_id(self, case: CaseT) -> str: ...
 
     @abstractmethod
-    def build(self, case: CaseT, options: BaseModel) -> Graph: ...
+    def build(self, case: CaseT, options: OptionsT) -> Graph[Any]:
+        """The case's graph, with its typed handles attached (`Graph.with_handles`)."""
 
     @abstractmethod
-    def record(self, case: CaseT, outcomes: dict[str, Outcome], options: BaseModel) -> dict[str, Any]:
-        """The results.jsonl line of a finished case: every answer, its correctness, node statuses."""
+    def record(self, case: CaseT, outcomes: dict[str, Outcome], options: OptionsT) -> RecordT:
+        """The results.jsonl line of a finished case: every answer, its correctness, node statuses.
+
+        From the runner, `outcomes` is a `CaseResult`: indexable by the graph's handles too."""
 
     @abstractmethod
-    def summarize(self, records: list[dict[str, Any]], options: BaseModel) -> dict[str, Any]:
+    def summarize(self, records: list[RecordT], options: OptionsT) -> dict[str, Any]:
         """Scores laid out like the paper's main table (failures counted apart, never as 0)."""
+
+    def handles(self, case: CaseT, outcomes: Mapping[str, Outcome], options: OptionsT) -> Any:
+        """The typed handles of the case's graph: those the runner passed on with `outcomes`, or,
+        for outcomes given as a plain mapping (a test, an older caller), those of a fresh build."""
+        handles = getattr(outcomes, "handles", None)
+        return handles if handles is not None else self.build(case, options).handles
 
     def tables(self, summary: dict[str, Any]) -> list[tuple[str, list[str], list[list[Any]]]]:
         """Paper-style tables for reports: (title, header, rows)."""
@@ -136,7 +156,7 @@ def get_protocol(name: str) -> Protocol[Any]:
     return obj() if isinstance(obj, type) else obj
 
 
-def node_status(outcomes: dict[str, Outcome]) -> dict[str, dict[str, Any]]:
+def node_status(outcomes: Mapping[str, Outcome]) -> dict[str, dict[str, Any]]:
     """Per-node status (and failure) for a case record; outputs are summarised by the protocol.
 
     Computed and cached results are both ``done``: where a result came from is the run's business

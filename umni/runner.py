@@ -33,7 +33,7 @@ from .kinds import Kind, KindContext, RunStats, Services, get_kind
 from .kinds.base import MIN_IMAGE_SIDE, check_usage
 from .kinds.compute import json_output
 from .kinds.inputs import InputReader
-from .outcomes import CaseResult, Failure, Outcome
+from .outcomes import CaseResult, Failure, Outcome, Status
 from .policy import CachePolicy, RetryPolicy
 from .progress import Progress
 from .store import Cache
@@ -71,7 +71,7 @@ class CaseJob:
 
     position: int
     case_id: str
-    build: Callable[[], Graph]
+    build: Callable[[], Graph[Any]]
 
 
 CaseDone = Callable[[CaseJob, Graph, dict[str, Outcome]], None]
@@ -290,7 +290,27 @@ class Runner:
         if isinstance(key, Outcome):
             return key
         policy = kind.cache_policy(node)
+        if policy.read and not getattr(self.cache, "inline_reads", True):  # a network store: look up in a task
+            self._tg.start_soon(self._look_up, run, node, key, kind, backend, policy)
+            return None
         hit = self.cache.get(key) if policy.read else None
+        return self._settle(run, node, key, kind, backend, policy, hit)
+
+    async def _look_up(self, run: _CaseRun, node: Node, key: str, kind: Kind, backend: Backend | None, policy: CachePolicy) -> None:
+        """The cache lookup of a network store, off the scheduling path; then settle as `_start` does."""
+        hit = await self.cache.lookup(key)
+        try:
+            outcome = self._settle(run, node, key, kind, backend, policy, hit)
+        except StorageError:
+            raise
+        except Exception as exc:  # a bug met while preparing this node: this node's failure only
+            outcome = _failed(node.id, "internal", f"{type(exc).__name__}: {exc}")
+        if outcome is not None:
+            self._finish(run, outcome)
+
+    def _settle(self, run: _CaseRun, node: Node, key: str, kind: Kind, backend: Backend | None, policy: CachePolicy,
+                hit: dict[str, Any] | None) -> Outcome | None:
+        """After the lookup: a hit, a refusal (frozen role, another phase), shared work, or a lane slot."""
         if hit is not None and self.inputs.blobs_present(hit):
             self.events.emit("node.cached", case=run.job.case_id, node=node.id, key=key)
             return Outcome(node.id, "cached", output=hit, fingerprint=kind.fingerprint(hit))
@@ -371,7 +391,7 @@ class Runner:
         waiters = self._inflight.pop(key, [])
         self._finish(run, outcome)
         for other_runner, other_run, other_id in waiters:
-            status = "cached" if outcome.ok else "failed"
+            status: Status = "cached" if outcome.ok else "failed"
             other_runner._finish(other_run, replace(outcome, node=other_id, status=status))
 
 
@@ -402,7 +422,7 @@ def _failure(nid: str, exc: Exception, attempts: int) -> Outcome:
     return _failed(nid, "internal", f"{type(exc).__name__}: {exc}", attempts)
 
 
-def _blocked_by(run: _CaseRun, node: Node) -> str | None:
+def _blocked_by(run: _CaseRun, node: Node) -> Status | None:
     """The status a node takes from its inputs: "blocked" when a required input failed (or was
     blocked), "skipped" or "pending" when one was skipped or is left for a later run."""
     for ref in node.refs():

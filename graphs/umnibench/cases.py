@@ -54,7 +54,7 @@ class Question(BaseModel):
         return options
 
     @model_validator(mode="after")
-    def _answer_is_an_option(self) -> "Question":
+    def _answer_is_an_option(self) -> Question:
         if self.answer not in self.options:
             raise ValueError(f"answer {self.answer!r} is not one of the options {self.options}")
         return self
@@ -87,7 +87,7 @@ class UmniCase(BaseModel):
     counterfactual: Stage
 
     @model_validator(mode="after")
-    def _question_ids_match_stages(self) -> "UmniCase":
+    def _question_ids_match_stages(self) -> UmniCase:
         for stage in STAGES:
             got = tuple(q.id for q in getattr(self, stage).questions)
             if got != STAGE_QUESTIONS[stage]:

@@ -7,14 +7,16 @@ modules) plus ``--option ability=...``, which only changes what is scored.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict
 
 from umni.caseio import read_jsonl
-from umni.graph import Graph
-from umni.outcomes import Outcome
+from umni.graph import Graph, Ref
+from umni.outcomes import Outcome, failure_kind, ok_output, record_status
 from umni.protocol import CaseSet, Protocol, View, node_status
 from umni.roles import EDIT, GENERATE, UNDERSTAND, option_letter
 
@@ -30,11 +32,49 @@ class UmniOptions(BaseModel):
     ability: Literal["full", "understanding", "generation", "editing"] = "full"
 
 
-def _image_node(stage: str) -> str:
-    return f"{stage}/image"
+@dataclass(frozen=True)
+class StageHandles:
+    """One stage's image node and its questions' answer nodes (by question id)."""
+
+    image: Ref
+    answers: dict[str, Ref]
 
 
-class UmniBench(Protocol[UmniCase]):
+@dataclass(frozen=True)
+class UmniHandles:
+    stages: dict[str, StageHandles]
+
+
+class StageRecord(TypedDict):
+    instruction: str
+    image: str | None
+    status: str
+
+
+class QuestionRecord(TypedDict):
+    stage: str
+    question: str
+    options: list[str]
+    answer: int
+    predicted: int | None
+    mode: str | None
+    correct: bool | None
+    status: str
+    failure: str | None
+
+
+class UmniRecord(TypedDict):
+    """One results.jsonl line."""
+
+    case_id: str
+    domain: str
+    concept: str
+    stages: dict[str, StageRecord]
+    questions: dict[str, QuestionRecord]
+    nodes: dict[str, dict[str, Any]]
+
+
+class UmniBench(Protocol[UmniCase, UmniOptions, UmniRecord]):
     name = "umnibench"
     title = "UmniBench self-evaluation"
     roles = (GENERATE, EDIT, UNDERSTAND)
@@ -52,40 +92,42 @@ class UmniBench(Protocol[UmniCase]):
     def case_id(self, case: UmniCase) -> str:
         return case.id
 
-    def build(self, case: UmniCase, options: BaseModel) -> Graph:
-        g = Graph(case.id)
-        image = None
+    def build(self, case: UmniCase, options: UmniOptions) -> Graph[UmniHandles]:
+        g: Graph[UmniHandles] = Graph(case.id)
+        stages: dict[str, StageHandles] = {}
+        image: Ref | None = None
         for stage in STAGES:
             spec = case.stage(stage)
             if image is None:
-                image = g.generate(_image_node(stage), [spec.instruction])
+                image = g.generate(f"{stage}/image", [spec.instruction])
             else:
-                image = g.edit(_image_node(stage), image, spec.instruction)
-            for question in spec.questions:
-                g.answer(f"{stage}/{question.id}", [image, question.text], question.options)
-        return g
+                image = g.edit(f"{stage}/image", image, spec.instruction)
+            answers: dict[str, Ref] = {q.id: g.answer(f"{stage}/{q.id}", [image, q.text], q.options) for q in spec.questions}
+            stages[stage] = StageHandles(image, answers)
+        return g.with_handles(UmniHandles(stages))
 
-    def record(self, case: UmniCase, outcomes: dict[str, Outcome], options: BaseModel) -> dict[str, Any]:
-        stages: dict[str, Any] = {}
-        questions: dict[str, Any] = {}
+    def record(self, case: UmniCase, outcomes: Mapping[str, Outcome], options: UmniOptions) -> UmniRecord:
+        handles: UmniHandles = self.handles(case, outcomes, options)
+        stages: dict[str, StageRecord] = {}
+        questions: dict[str, QuestionRecord] = {}
         for stage in STAGES:
             spec = case.stage(stage)
-            made = outcomes[_image_node(stage)]
-            made_status = "done" if made.ok else made.status
-            stages[stage] = {"instruction": spec.instruction, "image": made.image.sha256 if made.image else None, "status": made_status}
+            made = outcomes[handles.stages[stage].image.node]
+            stages[stage] = {"instruction": spec.instruction, "image": made.image.sha256 if made.image else None, "status": record_status(made)}
             for question in spec.questions:
-                got = outcomes[f"{stage}/{question.id}"]
-                predicted = got.output["index"] if got.ok and got.output else None
+                got = outcomes[handles.stages[stage].answers[question.id].node]
+                output = ok_output(got)
+                predicted = output["index"] if output else None
                 questions[question.id] = {
                     "stage": stage,
                     "question": question.text,
                     "options": question.options,
                     "answer": question.answer_index,
                     "predicted": predicted,
-                    "mode": got.output.get("mode") if got.ok and got.output else None,
+                    "mode": output.get("mode") if output else None,
                     "correct": (predicted == question.answer_index) if predicted is not None else None,
-                    "status": "done" if got.ok else got.status,
-                    "failure": got.failure.kind if got.failure else None,
+                    "status": record_status(got),
+                    "failure": failure_kind(got),
                 }
         return {
             "case_id": case.id,
@@ -96,7 +138,7 @@ class UmniBench(Protocol[UmniCase]):
             "nodes": node_status(outcomes),
         }
 
-    def summarize(self, records: list[dict[str, Any]], options: BaseModel) -> dict[str, Any]:
+    def summarize(self, records: list[UmniRecord], options: UmniOptions) -> dict[str, Any]:
         return scoring.score(records, getattr(options, "ability", "full"))
 
     def judgements(self, record: dict[str, Any]) -> dict[str, float | None]:

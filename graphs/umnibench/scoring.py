@@ -11,6 +11,7 @@ came from a fixed module, is left out of the overall and domain scores.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from statistics import mean
 from typing import Any
 
@@ -29,7 +30,7 @@ def _pct(correct: int, answered: int) -> float | None:
     return round(100.0 * correct / answered, 4) if answered else None
 
 
-def score(records: list[dict[str, Any]], ability: str = "full") -> dict[str, Any]:
+def score(records: Sequence[Mapping[str, Any]], ability: str = "full") -> dict[str, Any]:
     stages_counted = SCORED_STAGES[ability]
     tally: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])  # correct, answered, failed
     domains: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
@@ -46,9 +47,9 @@ def score(records: list[dict[str, Any]], ability: str = "full") -> dict[str, Any
     questions = {qid: _pct(*tally[qid][:2]) for stage in STAGES for qid in STAGE_QUESTIONS[stage]}
     stages: dict[str, float | None] = {}
     for stage in STAGES:
-        values = [questions[q] for q in STAGE_QUESTIONS[stage] if questions[q] is not None]
+        values = [v for q in STAGE_QUESTIONS[stage] if (v := questions[q]) is not None]
         stages[stage] = round(mean(values), 4) if values and stage in stages_counted else None
-    included = [questions[q] for s in stages_counted for q in STAGE_QUESTIONS[s] if questions[q] is not None]
+    included = [v for s in stages_counted for q in STAGE_QUESTIONS[s] if (v := questions[q]) is not None]
     return {
         "overall": round(mean(included), 4) if included else None,
         "stages": stages,
