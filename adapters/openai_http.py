@@ -22,9 +22,10 @@ message and temperature); nested objects are merged, the spec winning where both
 Fields umni builds itself (``model``, ``messages``, the token limit, ``seed``…) are refused there:
 they have their own parameters.
 
-Replies: a refusal (``message.refusal``, or ``finish_reason`` ``content_filter``) raises `Refusal`
-with the refusal text, recorded as a ``refusal`` failure, never parsed as an answer. A response
-without ``usage`` records its token counts as unknown (None), not 0, so its cost is unknown too.
+Replies: a refusal (``message.refusal``, ``finish_reason`` ``content_filter``, or a 400 whose
+``error.code`` is ``moderation_blocked`` / ``content_policy_violation``) raises `Refusal` with its
+text, recorded as a ``refusal`` failure, never parsed as an answer. A response without ``usage``
+records its token counts as unknown (None), not 0, so its cost is unknown too.
 
 Limits (see http_limits): ``timeout`` bounds a whole attempt, every byte read included;
 ``max_response_bytes`` (default 64 MiB) caps a response body and ``max_pixels`` (default 8192 x 8192)
@@ -406,6 +407,9 @@ class OpenAIBackend(Backend):
             raise BackendError(f"{self._who()} {path}: connection failed ({detail})", retryable=True) from None
         elapsed = time.perf_counter() - started
         if not response.is_success:
+            if response.status_code == 400 and _error_code(response) in REFUSAL_CODES:
+                said = truncate(_redact(_server_message(response), self._api_key), 300)
+                raise Refusal(f"{self._who()} {path}: the server's safety system refused the request: {said}", raw=said)
             error = _status_error(response, who=f"{self._who()} {path}", secret=self._api_key)
             extra = [k for k in (json_body or {}) if k not in RESERVED_FIELDS | set(self.image_options) | {"logprobs"}]
             named = [k for k in extra if k in str(error)]
@@ -551,6 +555,20 @@ def _status_error(response: httpx.Response, *, who: str, secret: str | None) -> 
     retry_after = parse_retry_after(response.headers) if retryable else None
     wait = f"; server asks to wait {retry_after:g}s" if retry_after is not None else ""
     return BackendError(f"{who}: HTTP {status}: {message}{wait}", retryable=retryable, retry_after=retry_after)
+
+
+#: ``error.code`` values with which OpenAI's API refuses a request on content grounds (image prompts, mostly).
+REFUSAL_CODES = frozenset({"moderation_blocked", "content_policy_violation", "content_filter"})
+
+
+def _error_code(response: httpx.Response) -> str | None:
+    try:
+        body = response.json()
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    error = body.get("error") if isinstance(body, dict) else None
+    code = error.get("code") if isinstance(error, dict) else None
+    return code if isinstance(code, str) else None
 
 
 def _server_message(response: httpx.Response) -> str:

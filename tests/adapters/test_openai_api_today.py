@@ -309,3 +309,11 @@ def test_a_server_refusing_an_extra_field_says_where_the_field_came_from() -> No
             run(f"openai/gpt-4o?base_url={server.base_url}", lambda b: b.respond(["a"], options=options))
     assert message in str(caught.value) and "judge_thinking=server" in str(caught.value)
     assert not caught.value.retryable
+
+
+def test_an_image_request_blocked_by_the_safety_system_is_a_refusal() -> None:
+    message = "Your request was rejected as a result of our safety system."
+    with OpenAIStubServer(faults=[Fault.http(400, message, code="moderation_blocked")]) as server:
+        with pytest.raises(Refusal) as caught:
+            run(f"openai/gpt-image-1?base_url={server.base_url}", lambda b: b.generate(["a barn"]))
+    assert caught.value.raw == message and caught.value.kind == "refusal"

@@ -60,16 +60,20 @@ class Fault:
     retry_after: str | None = None
     seconds: float = 0.0
     path: str | None = None
+    #: ``error.code`` of the body (default: the status); OpenAI names refusals here (``moderation_blocked``).
+    code: str | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in FAULT_KINDS:
             raise ValueError(f"unknown fault kind '{self.kind}'; known: {', '.join(FAULT_KINDS)}")
 
     @classmethod
-    def http(cls, status: int, message: str = "", *, retry_after: str | None = None, path: str | None = None) -> Fault:
-        """An error status with an OpenAI-style ``{"error": {"message": ...}}`` body."""
+    def http(
+        cls, status: int, message: str = "", *, retry_after: str | None = None, path: str | None = None, code: str | None = None
+    ) -> Fault:
+        """An error status with an OpenAI-style ``{"error": {"message": ..., "code": ...}}`` body."""
         return cls(
-            "status", status=status, message=message or f"stub error {status}", retry_after=retry_after, path=path
+            "status", status=status, message=message or f"stub error {status}", retry_after=retry_after, path=path, code=code
         )
 
     @classmethod
@@ -421,7 +425,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _send_error(self, record: RecordedRequest, fault: Fault) -> None:
         extra = {"Retry-After": fault.retry_after} if fault.retry_after is not None else {}
-        body = {"error": {"message": fault.message, "type": "stub_error", "code": fault.status}}
+        body = {"error": {"message": fault.message, "type": "stub_error", "code": fault.code or fault.status}}
         self._send_json(record, fault.status, body, extra)
 
     def _send_json(self, record: RecordedRequest, status: int, body: Any, extra: dict[str, str] | None = None) -> None:
