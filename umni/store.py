@@ -60,6 +60,9 @@ class Cache:
                 implied = default_cache_dir() / "blobs"
             blobs = implied
         self.blobs = open_blobs(blobs)
+        #: whether a lookup is cheap enough to make on the scheduling path (SQLite: a local read);
+        #: a network store is read in a task instead (`lookup`), so it never holds up scheduling
+        self.inline_reads = bool(getattr(self.results, "inline_reads", False))
         #: stored with every result, never part of a key (see umni.stores.provenance)
         self.provenance = process_provenance()
 

@@ -157,3 +157,32 @@ def test_store_and_blob_urls(tmp_path: Path) -> None:
         open_blobs("s3://bucket/prefix")
     with pytest.raises(ConfigError, match="three slashes"):
         open_blobs("file://host/dir")
+
+
+def test_the_runner_reads_a_network_store_only_through_its_async_interface(pg_url: str, tmp_path: Path) -> None:
+    """A lookup on the scheduling path must not block the event loop on a network round trip: with
+    the store's synchronous connection gone, a run that hits the cache must still finish."""
+    from umni.bindings import Bindings
+    from umni.graph import Graph
+    from umni.runner import Runner
+
+    from umni_adapters.sim import SimBackend  # the reference backend
+    from umni.spec import Spec
+
+    def graph() -> Graph:
+        g = Graph("case-1")
+        image = g.generate("draw", ["a red cube"])
+        g.answer("q", [image, "what colour is the cube?"], ["red", "blue"])
+        return g
+
+    cache = Cache(pg_url, blobs=tmp_path / "blobs")
+    try:
+        bindings = Bindings({"generate": SimBackend(Spec.parse("sim/umm")), "understand": SimBackend(Spec.parse("sim/umm"))})
+        first = asyncio.run(Runner(bindings, cache).run_graph(graph()))
+        assert {o.status for o in first.values()} == {"computed"}
+        cache.results._sync.close()  # only the async connections remain
+        second = asyncio.run(Runner(bindings, cache).run_graph(graph()))
+        assert {o.status for o in second.values()} == {"cached"}
+        assert second["q"].output == first["q"].output
+    finally:
+        cache.close()
