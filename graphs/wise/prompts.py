@@ -156,7 +156,7 @@ _OFFICIAL_VERIFIED = re.compile(_LABEL.format(label="Score") + r"([01])\b", re.I
 _WHOLE_VERIFIED = re.compile(_LABEL.format(label="Score") + r"(\d+(?:\.\d+)?)\b", re.IGNORECASE)
 _LEGACY_WORDS = "Consistency|Realism|Aesthetic Quality"
 _OFFICIAL_LEGACY = re.compile(_LABEL.format(label=_LEGACY_WORDS) + r"(\d)", re.IGNORECASE)
-_WHOLE_LEGACY = re.compile(_LABEL.format(label=_LEGACY_WORDS) + r"(\d+(?:\.\d+)?)\b", re.IGNORECASE)
+_WHOLE_LEGACY = re.compile(_LABEL.format(label=_LEGACY_WORDS) + r"(\d+(?:\.\d+)?)", re.IGNORECASE)
 _BARE_BINARY = re.compile(r"(?m)^\s*([01])\s*$")
 _BARE_MARK = re.compile(r"(?m)^\s*([0-2])\s*$")
 _THINK_BLOCK = re.compile(r"<think>.*?</think>\s*", re.DOTALL)
@@ -231,6 +231,8 @@ def parse_verified_answer(text: str) -> int:
 
 
 def _mark(value: str, highest: int, label: str, raw: str) -> int:
+    if re.match(r"0\d", value):  # "01", "00": not a mark (officially a label whose digit runs on is passed over)
+        raise InvalidAnswer(f"{label} must be a whole number 0-{highest}, got {value}", raw=raw)
     if "." in value:
         number = float(value)
         if not number.is_integer():

@@ -27,6 +27,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.support.openai_server import ChatRequest, OpenAIStubServer
 from tests.support.shared_data import shared_data
@@ -37,9 +39,11 @@ from umni_graphs.wise import PROTOCOL, WiseOptions
 from umni_graphs.wise.prompts import (
     LegacyScores,
     official_legacy_reading,
+    official_strip_think,
     official_verified_reading,
     parse_legacy_answer,
     parse_verified_answer,
+    strip_think,
 )
 from umni_graphs.wise.scoring import LegacyJudgement, summarize_legacy, wiscore
 
@@ -95,7 +99,9 @@ def test_verified_lone_closing_think_tag_is_a_listed_deviation() -> None:
     assert parse_verified_answer(reply) == 1
 
 
-@pytest.mark.parametrize(("reply", "official"), [("Score: 1.5", 1), ("Score: 10\nScore: 1", 1), ("Score: 2", None)])
+@pytest.mark.parametrize(
+    ("reply", "official"), [("Score: 1.5", 1), ("Score: 10\nScore: 1", 1), ("Score: 2", None), ("Score: 01", None)]
+)
 def test_verified_whole_numbers_off_the_scale_are_asked_again(reply: str, official: int | None) -> None:
     # Official reads one digit (1.5 -> 1) or passes over a label whose number is not 0/1 ("Score: 10"
     # -> the later "Score: 1"); umni reads the whole number at the first label and refuses it.
@@ -115,6 +121,7 @@ def test_verified_whole_numbers_off_the_scale_are_asked_again(reply: str, offici
         ("Consistency: 1\nRealism: 1\nAesthetic Quality: 1\nOn reflection, Consistency: 0", (0, 1, 1)),  # last wins
         ("Here are my marks:\n2\n1\n0", (2, 1, 0)),  # bare lines among prose
         ("2\n1\n0\n1", (2, 1, 0)),  # the first three bare lines
+        ("Consistency: 2a\nRealism: 1\nAesthetic Quality: 0", (2, 1, 0)),  # the digit, whatever follows
     ],
 )
 def test_legacy_reads_as_official(reply: str, marks: tuple[int, int, int]) -> None:
@@ -142,6 +149,32 @@ def test_legacy_marks_off_the_scale_are_asked_again_where_official_scores_them()
     assert official_legacy_reading(reply) == {"consistency": 5.0, "realism": 1.0, "aesthetic_quality": 1.0}
     with pytest.raises(InvalidAnswer):
         parse_legacy_answer(reply)
+
+
+_FRAGMENTS = [
+    "Score", "**Score**", "score", "Consistency", "**Realism**", "Realism", "Aesthetic Quality", "aesthetic quality",
+    ":", "：", " ", "  ", "\n", "0", "1", "2", "5", "10", "1.5", "2.0", "<think>", "</think>", "**", "yes", "a",
+    "*", "Score:", "\n1\n", "\n2\n", "01",
+]  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_FRAGMENTS), max_size=14).map("".join))
+def test_whenever_umni_scores_a_reply_the_official_script_reads_the_same(reply: str) -> None:
+    """umni's readings only add refusals to the official ones: a reply umni scores is scored the same
+    officially (apart from the listed lone-</think> deviation)."""
+    if strip_think(reply) == official_strip_think(reply):
+        try:
+            score = parse_verified_answer(reply)
+        except (ParseFailure, InvalidAnswer):
+            pass
+        else:
+            assert official_verified_reading(reply) == score
+    try:
+        marks = parse_legacy_answer(reply)
+    except (ParseFailure, InvalidAnswer):
+        return
+    assert official_legacy_reading(reply) == dict(zip(("consistency", "realism", "aesthetic_quality"), map(float, marks)))
 
 
 # ------------------------------------------------------------------------------ legacy arithmetic
