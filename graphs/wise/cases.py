@@ -12,6 +12,10 @@ Two sets exist and their ranges differ, so every id lookup names the set:
   the same id (the paper's rewrite ablation).
 * ``verified`` (the current default): ``merge.json`` holds all prompts; the three ``*_verified.json``
   files hold the same prompts split by domain and are read only when ``merge.json`` is absent.
+
+The published repository keeps them in ``data_verified/`` and ``WISE_legacy/data/``; `set_folder`
+finds either from the repository root. A file of one set is never read as the other: names give it
+away, and so do ``Category`` labels, which follow the id ranges of the set they belong to.
 """
 
 from __future__ import annotations

@@ -11,6 +11,13 @@ picks the prompts and so the id ranges and category weights. ``rewrite`` swaps i
 explicit rewrites for the paper's ablation; as in the official code, the rewritten record (its
 prompt and the unchanged explanation) is what both the generator and the judge see.
 
+The judge is asked as the official scripts ask it: the rubric text first, then the image; a system
+message; temperature 0; the verified script's ``chat_template_kwargs`` turning thinking off
+(``judge_thinking``); its reply-length limit. The wording is umni's own unless ``judge_prompt`` names
+a template file. Replies are read by the official rules (`prompts`), and each record keeps the
+official script's reading of the kept reply, so the summary can put the official figure
+(``official_equivalent``) beside umni's and list the deviations (`deviations`).
+
 Failures stay out of the means: a missing image and a judge reply that is still unusable after the
 engine's bounded retries are counted per category by kind, and prompts the case set lacks are
 listed by id in the summary.
