@@ -29,14 +29,14 @@ from .events import EventLog
 from .filehash import file_sha256, files_sha256
 from .graph import Graph, ImageFile
 from .outcomes import FAILURE_KINDS, Outcome
-from .progress import Progress
 from .pricing import default_price_file, estimate, load_prices
+from .progress import Progress
 from .protocol import CaseSet, Protocol, get_protocol
 from .runner import CaseJob, LanePool, Runner
 from .sharding import parse_shard
+from .storage import exclusive_folder, storage_guard
 from .store import Cache, RunStore
 from .stores import describe
-from .storage import exclusive_folder, storage_guard
 from .transcript import case_transcript
 
 

@@ -47,15 +47,19 @@ def parse_shard(text: str, environ: Mapping[str, str] | None = None) -> Shard:
             count = int(env["SLURM_ARRAY_TASK_COUNT"])
             first = int(env.get("SLURM_ARRAY_TASK_MIN", "0"))
         except KeyError as exc:
-            raise ValueError(f"--shard slurm needs {exc.args[0]} (run it as a Slurm array task: sbatch --array=0-N)") from None
+            raise ValueError(
+                f"--shard slurm needs {exc.args[0]} (run it as a Slurm array task: sbatch --array=0-N)"
+            ) from None
         except ValueError:
             raise ValueError("--shard slurm: SLURM_ARRAY_TASK_ID/COUNT/MIN are not integers") from None
         shard_text = f"{task - first + 1}/{count}"
         try:
             return parse_shard(shard_text, env)
         except ValueError as exc:
-            raise ValueError(f"--shard slurm: task {task} (array starting at {first}) of {count} tasks: {exc}; "
-                             "use a contiguous array (--array=0-N or 1-N, no step)") from None
+            raise ValueError(
+                f"--shard slurm: task {task} (array starting at {first}) of {count} tasks: {exc}; "
+                "use a contiguous array (--array=0-N or 1-N, no step)"
+            ) from None
     index_text, sep, count_text = text.partition("/")
     try:
         index, count = int(index_text), int(count_text)

@@ -19,7 +19,10 @@ from pathlib import Path
 
 
 def _bin_dir() -> Path:
-    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/pg_ctl"), key=lambda p: int(p.split("/")[4]) if p.split("/")[4].isdigit() else 0)
+    found = sorted(
+        glob.glob("/usr/lib/postgresql/*/bin/pg_ctl"),
+        key=lambda p: int(p.split("/")[4]) if p.split("/")[4].isdigit() else 0,
+    )
     if found:
         return Path(found[-1]).parent
     on_path = shutil.which("pg_ctl")
@@ -54,12 +57,26 @@ class PostgresServer:
         if done.returncode != 0:
             raise RuntimeError(f"{' '.join(args[:2])} failed ({done.returncode}): {done.stderr or done.stdout}")
 
-    def start(self) -> "PostgresServer":
-        self._run(str(self.bin / "initdb"), "-D", str(self.data), "-A", "trust", "-U", "umni", "--no-sync", "-E", "UTF8")
+    def start(self) -> PostgresServer:
+        self._run(
+            str(self.bin / "initdb"), "-D", str(self.data), "-A", "trust", "-U", "umni", "--no-sync", "-E", "UTF8"
+        )
         options = f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.root} -c max_connections=200"
         if not self.durable:  # the tests kill clients, never the server: spare the shared disk the fsyncs
             options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
-        self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-l", str(self.root / "server.log"), "-o", options, "-w", "-t", "60", "start")
+        self._run(
+            str(self.bin / "pg_ctl"),
+            "-D",
+            str(self.data),
+            "-l",
+            str(self.root / "server.log"),
+            "-o",
+            options,
+            "-w",
+            "-t",
+            "60",
+            "start",
+        )
         return self
 
     def url(self, database: str = "postgres") -> str:

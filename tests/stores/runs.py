@@ -23,7 +23,9 @@ def command(out: Path, store_args: list[str], *, limit: int, extra: list[str] = 
     ]  # fmt: skip
 
 
-def run(out: Path, store_args: list[str], *, limit: int, extra: list[str] = (), env: dict[str, str] | None = None) -> dict[str, Any]:  # type: ignore[assignment]
+def run(
+    out: Path, store_args: list[str], *, limit: int, extra: list[str] = (), env: dict[str, str] | None = None
+) -> dict[str, Any]:  # type: ignore[assignment]
     """Run to the end (a failure shows the run's stderr)."""
     done = subprocess.run(command(out, store_args, limit=limit, extra=extra), capture_output=True, text=True,
                           timeout=RUN_TIMEOUT, env={**os.environ, **(env or {})})  # fmt: skip
@@ -32,7 +34,9 @@ def run(out: Path, store_args: list[str], *, limit: int, extra: list[str] = (), 
 
 
 def start(out: Path, store_args: list[str], *, limit: int, extra: list[str] = ()) -> subprocess.Popen[str]:  # type: ignore[assignment]
-    return subprocess.Popen(command(out, store_args, limit=limit, extra=extra), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        command(out, store_args, limit=limit, extra=extra), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
 
 
 def finish(procs: list[subprocess.Popen[str]]) -> None:

@@ -91,7 +91,9 @@ def test_a_burst_of_writes_shares_commits(store) -> None:
     try:
         assert asyncio.run(burst()) == [{"value": i} for i in range(200)]
         assert cache.results.commits < 200  # one writer, batched: not one commit per result
-        assert asyncio.run(cache.lookup_many([f"k{i}" for i in range(200)])) == {f"k{i}": {"value": i} for i in range(200)}
+        assert asyncio.run(cache.lookup_many([f"k{i}" for i in range(200)])) == {
+            f"k{i}": {"value": i} for i in range(200)
+        }
     finally:
         cache.close()
 
@@ -121,7 +123,11 @@ def test_several_processes_creating_the_schema_at_once_all_succeed(store) -> Non
     processes = 6
     at = time.time() + 3.0  # after every interpreter has started and imported umni
     workers = [
-        subprocess.Popen([sys.executable, "-c", _OPEN_AND_WRITE, store.cache, store.blobs, str(i), str(at)], stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, "-c", _OPEN_AND_WRITE, store.cache, store.blobs, str(i), str(at)],
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for i in range(processes)
     ]
     errors = [w.communicate(timeout=120)[1] for w in workers]
@@ -145,7 +151,11 @@ def test_an_unreachable_server_is_a_storage_error_naming_the_store_without_passw
 
 def test_store_and_blob_urls(tmp_path: Path) -> None:
     results, blobs = open_results(f"sqlite://{tmp_path}/c")
-    assert isinstance(results, SqliteResults) and results.path == tmp_path / "c" / "cache.db" and blobs == tmp_path / "c" / "blobs"
+    assert (
+        isinstance(results, SqliteResults)
+        and results.path == tmp_path / "c" / "cache.db"
+        and blobs == tmp_path / "c" / "blobs"
+    )
     results.close_now()
     results, blobs = open_results(f"sqlite://{tmp_path}/one.db")
     assert results.path == tmp_path / "one.db" and blobs == tmp_path / "blobs"
@@ -165,9 +175,8 @@ def test_the_runner_reads_a_network_store_only_through_its_async_interface(pg_ur
     from umni.bindings import Bindings
     from umni.graph import Graph
     from umni.runner import Runner
-
-    from umni_adapters.sim import SimBackend  # the reference backend
     from umni.spec import Spec
+    from umni_adapters.sim import SimBackend  # the reference backend
 
     def graph() -> Graph:
         g = Graph("case-1")
@@ -177,7 +186,9 @@ def test_the_runner_reads_a_network_store_only_through_its_async_interface(pg_ur
 
     cache = Cache(pg_url, blobs=tmp_path / "blobs")
     try:
-        bindings = Bindings({"generate": SimBackend(Spec.parse("sim/umm")), "understand": SimBackend(Spec.parse("sim/umm"))})
+        bindings = Bindings(
+            {"generate": SimBackend(Spec.parse("sim/umm")), "understand": SimBackend(Spec.parse("sim/umm"))}
+        )
         first = asyncio.run(Runner(bindings, cache).run_graph(graph()))
         assert {o.status for o in first.values()} == {"computed"}
         cache.results._sync.close()  # only the async connections remain

@@ -71,7 +71,9 @@ def open_results(location: str | Path) -> tuple[ResultStore, Path | None]:
         from .postgres import PostgresResults
 
         return PostgresResults(str(location)), None
-    raise ConfigError(f"--cache {location}: unknown store scheme {scheme!r} (use a directory, sqlite:///, or postgresql://)")
+    raise ConfigError(
+        f"--cache {location}: unknown store scheme {scheme!r} (use a directory, sqlite:///, or postgresql://)"
+    )
 
 
 def open_blobs(location: str | Path) -> Any:
@@ -84,8 +86,10 @@ def open_blobs(location: str | Path) -> Any:
     factory = _BLOB_SCHEMES.get(scheme)
     if factory is None:
         known = ", ".join(["file", *sorted(_BLOB_SCHEMES)])
-        raise ConfigError(f"--blobs {location}: no blob store for scheme {scheme!r} (known: {known}; "
-                          "register one with umni.stores.register_blob_scheme)")
+        raise ConfigError(
+            f"--blobs {location}: no blob store for scheme {scheme!r} (known: {known}; "
+            "register one with umni.stores.register_blob_scheme)"
+        )
     return factory(str(location))
 
 

@@ -89,8 +89,15 @@ class ResultStore(Protocol):
     # Synchronous twins, for code outside an event loop (tests, `umni check`, the legacy `Cache` API).
     def get_now(self, key: str) -> dict[str, Any] | None: ...
 
-    def put_now(self, key: str, kind: str, output: Mapping[str, Any], *, replace: bool = False,
-                provenance: Mapping[str, Any] | None = None) -> dict[str, Any]: ...
+    def put_now(
+        self,
+        key: str,
+        kind: str,
+        output: Mapping[str, Any],
+        *,
+        replace: bool = False,
+        provenance: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]: ...
 
     def forget_now(self, key: str) -> None: ...
 

@@ -119,7 +119,9 @@ class PostgresResults:
         found: dict[str, dict[str, Any]] = {}
         for part in chunks(list(dict.fromkeys(keys))):
             with self._guard():
-                cur = await reader.execute("SELECT key, kind, output, checksum FROM umni_results WHERE key = ANY(%s)", (list(part),))
+                cur = await reader.execute(
+                    "SELECT key, kind, output, checksum FROM umni_results WHERE key = ANY(%s)", (list(part),)
+                )
                 rows = await cur.fetchall()
             for key, kind, text, checksum in rows:
                 output = decode_row(key, kind, text, checksum)
@@ -142,12 +144,15 @@ class PostgresResults:
         return []  # the server keeps its own files consistent; rows are checked by checksum
 
     # ----------------------------------------------------------------- writes
-    async def put_if_absent(self, key: str, kind: str, output: Mapping[str, Any],
-                            provenance: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    async def put_if_absent(
+        self, key: str, kind: str, output: Mapping[str, Any], provenance: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
         loop = asyncio.get_running_loop()
         done: asyncio.Future[dict[str, Any] | None] = loop.create_future()
         text = encode_output(output)
-        self._pending.append((key, kind, text, json.dumps(dict(provenance), sort_keys=True) if provenance else None, done))
+        self._pending.append(
+            (key, kind, text, json.dumps(dict(provenance), sort_keys=True) if provenance else None, done)
+        )
         if self._flushing is None or self._flushing.done() or self._flushing.get_loop() is not loop:
             self._flushing = loop.create_task(self._flush())
         winner = await done
@@ -186,8 +191,10 @@ class PostgresResults:
                 "ON CONFLICT (key) DO NOTHING",
                 rows,
             )
-            await cur.execute("SELECT key, kind, output, checksum FROM umni_results WHERE key = ANY(%s) FOR UPDATE",
-                              ([item[0] for item in items],))
+            await cur.execute(
+                "SELECT key, kind, output, checksum FROM umni_results WHERE key = ANY(%s) FOR UPDATE",
+                ([item[0] for item in items],),
+            )
             stored = {key: (kind, text, checksum) for key, kind, text, checksum in await cur.fetchall()}
         winners: list[dict[str, Any] | None] = []
         for key, kind, text, checksum, prov in ((r[0], r[1], r[2], r[4], r[5]) for r in rows):
@@ -208,8 +215,15 @@ class PostgresResults:
             winners.append(None)
         return winners
 
-    def put_now(self, key: str, kind: str, output: Mapping[str, Any], *, replace: bool = False,
-                provenance: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    def put_now(
+        self,
+        key: str,
+        kind: str,
+        output: Mapping[str, Any],
+        *,
+        replace: bool = False,
+        provenance: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
         text = encode_output(output)
         prov = json.dumps(dict(provenance), sort_keys=True) if provenance else None
         with self._guard():
@@ -227,7 +241,9 @@ class PostgresResults:
                     "ON CONFLICT (key) DO NOTHING",
                     (key, kind, text, time.time(), row_checksum(key, kind, text), prov),
                 )
-                row = self._sync.execute("SELECT kind, output, checksum FROM umni_results WHERE key=%s FOR UPDATE", (key,)).fetchone()
+                row = self._sync.execute(
+                    "SELECT kind, output, checksum FROM umni_results WHERE key=%s FOR UPDATE", (key,)
+                ).fetchone()
                 existing = None if row is None else decode_row(key, *row)
                 if existing is None:
                     self._sync.execute(

@@ -47,9 +47,7 @@ CREATE TABLE IF NOT EXISTS results (
 )"""
 
 
-_INSERT_NEW = (
-    "INSERT INTO results(key, kind, output, created, checksum, provenance) VALUES (?,?,?,?,?,?) ON CONFLICT(key) DO NOTHING"
-)
+_INSERT_NEW = "INSERT INTO results(key, kind, output, created, checksum, provenance) VALUES (?,?,?,?,?,?) ON CONFLICT(key) DO NOTHING"
 _REPLACE = "INSERT OR REPLACE INTO results(key, kind, output, created, checksum, provenance) VALUES (?,?,?,?,?,?)"
 
 
@@ -128,7 +126,9 @@ class SqliteResults:
         for part in chunks(list(dict.fromkeys(keys))):
             marks = ",".join("?" * len(part))
             with storage_guard(self.path):
-                rows = self.db.execute(f"SELECT key, kind, output, checksum FROM results WHERE key IN ({marks})", part).fetchall()
+                rows = self.db.execute(
+                    f"SELECT key, kind, output, checksum FROM results WHERE key IN ({marks})", part
+                ).fetchall()
             for key, kind, text, checksum in rows:
                 output = decode_row(key, kind, text, checksum)
                 if output is not None:
@@ -146,14 +146,22 @@ class SqliteResults:
             return [r[0] for r in self.db.execute("PRAGMA integrity_check") if r[0] != "ok"]
 
     # ----------------------------------------------------------------- writes
-    def _write(self, key: str, kind: str, output: Mapping[str, Any], replace: bool,
-               provenance: Mapping[str, Any] | None) -> _Write:
+    def _write(
+        self, key: str, kind: str, output: Mapping[str, Any], replace: bool, provenance: Mapping[str, Any] | None
+    ) -> _Write:
         if self._closed:
             raise StorageError("the result store is closed", path=self.path)
-        return _Write(key, kind, encode_output(output), json.dumps(dict(provenance), sort_keys=True) if provenance else None, replace)
+        return _Write(
+            key,
+            kind,
+            encode_output(output),
+            json.dumps(dict(provenance), sort_keys=True) if provenance else None,
+            replace,
+        )
 
-    async def put_if_absent(self, key: str, kind: str, output: Mapping[str, Any],
-                            provenance: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    async def put_if_absent(
+        self, key: str, kind: str, output: Mapping[str, Any], provenance: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
         write = self._write(key, kind, output, False, provenance)
         loop = asyncio.get_running_loop()
         done: asyncio.Future[dict[str, Any] | None] = loop.create_future()
@@ -183,8 +191,15 @@ class SqliteResults:
                 if not done.done():
                     done.set_result(winner)
 
-    def put_now(self, key: str, kind: str, output: Mapping[str, Any], *, replace: bool = False,
-                provenance: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    def put_now(
+        self,
+        key: str,
+        kind: str,
+        output: Mapping[str, Any],
+        *,
+        replace: bool = False,
+        provenance: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
         write = self._write(key, kind, output, replace, provenance)
         (winner,) = self._writer.submit(self._commit_batch, [write]).result()
         return dict(output) if winner is None else winner
@@ -214,7 +229,14 @@ class SqliteResults:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 for write in batch:
-                    row = (write.key, write.kind, write.text, time.time(), row_checksum(write.key, write.kind, write.text), write.provenance)
+                    row = (
+                        write.key,
+                        write.kind,
+                        write.text,
+                        time.time(),
+                        row_checksum(write.key, write.kind, write.text),
+                        write.provenance,
+                    )
                     if write.replace:
                         conn.execute(_REPLACE, row)
                         winners.append(None)
@@ -222,7 +244,9 @@ class SqliteResults:
                     if conn.execute(_INSERT_NEW, row).rowcount == 1:
                         winners.append(None)
                         continue
-                    found = conn.execute("SELECT kind, output, checksum FROM results WHERE key=?", (write.key,)).fetchone()
+                    found = conn.execute(
+                        "SELECT kind, output, checksum FROM results WHERE key=?", (write.key,)
+                    ).fetchone()
                     existing = None if found is None else decode_row(write.key, *found)
                     if existing is None:  # a damaged row (or one from before checksums) is replaced
                         conn.execute(_REPLACE, row)
