@@ -26,7 +26,7 @@ listed by id in the summary.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -34,7 +34,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 from umni.errors import InputError
-from umni.graph import Graph
+from umni.graph import Graph, Ref
 from umni.outcomes import Outcome
 from umni.protocol import CaseSet, Note, Protocol, View, node_status
 from umni.roles import GENERATE, JUDGE
@@ -121,6 +121,14 @@ class WiseOptions(BaseModel):
     def prompt_set(self) -> Variant:
         assert self.set is not None
         return self.set
+
+
+@dataclass(frozen=True)
+class WiseHandles:
+    """The nodes of one prompt's graph, as `record` reads them."""
+
+    image: Ref
+    judge: Ref
 
 
 @dataclass(frozen=True)
@@ -237,9 +245,9 @@ class Wise(Protocol[WiseCase]):
         return case.id
 
     # ------------------------------------------------------------------ graph
-    def build(self, case: WiseCase, options: BaseModel) -> Graph:
+    def build(self, case: WiseCase, options: BaseModel) -> Graph[WiseHandles]:
         assert isinstance(options, WiseOptions)
-        g: Graph[Any] = Graph(case.id)
+        g: Graph[WiseHandles] = Graph(case.id)
         image = g.generate(IMAGE_NODE, [case.prompt.Prompt])
         rubric: Callable[[str, str], str]
         system: str | None
@@ -255,20 +263,21 @@ class Wise(Protocol[WiseCase]):
             request["system"] = system
         if options.judge_thinking == "off":
             request["extra_body"] = THINKING_OFF
-        g.judge(
+        judge = g.judge(
             JUDGE_NODE,
             [rubric(case.prompt.Prompt, case.prompt.Explanation), image],  # text, then the image, as official
             parse,
             max_tokens=JUDGE_MAX_TOKENS[options.scoring],
             **request,
         )
-        return g
+        return g.with_handles(WiseHandles(image=image, judge=judge))
 
     # ------------------------------------------------------------------ records
-    def record(self, case: WiseCase, outcomes: dict[str, Outcome], options: BaseModel) -> dict[str, Any]:
+    def record(self, case: WiseCase, outcomes: Mapping[str, Outcome], options: BaseModel) -> dict[str, Any]:
         assert isinstance(options, WiseOptions)
-        image = outcomes.get(IMAGE_NODE)
-        judge = outcomes.get(JUDGE_NODE)
+        handles: WiseHandles = self.handles(case, outcomes, options)
+        image = outcomes.get(handles.image.node)
+        judge = outcomes.get(handles.judge.node)
         marks: dict[str, int] | None = judge.value if judge is not None and judge.ok else None
         failure, detail = _failure(image, judge)
         score: float | int | None = None
