@@ -360,6 +360,8 @@ class Wise(Protocol[WiseCase]):
             "overall": _round(official.overall),
             **{name: _round(official.means[name]) for name in CATEGORIES},
             "scored": official.scored,
+            # the official Calculate script prints an Overall only when all 1000 prompt ids have a score
+            "official_script_gives_overall": official.scored == expected,
             "note": "every kept judge reply re-read by the official rules and averaged by the official "
             "arithmetic; prompts the official script would drop (no image, unreadable reply) are left out",
         }

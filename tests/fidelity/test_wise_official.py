@@ -313,6 +313,7 @@ def test_official_equivalent_and_deviations_in_the_summary(tmp_path: Path) -> No
     official = scores["official_equivalent"]
     assert (official["culture"], official["time"], official["overall"]) == (0.6667, 0.6667, 0.8267)
     assert official["scored"] == 18
+    assert official["official_script_gives_overall"] is False  # 982 of the 1000 ids have no score
     deviations = {d["id"]: d for d in scores["deviations"]}
     assert deviations["whole-number-marks"]["cases"] == 1
     assert deviations["think-prefix"]["cases"] == 1
