@@ -193,6 +193,11 @@ def prepare(request: RunConfig, *, shared: dict[str, Any] | None = None) -> "Pre
         graph = protocol.build(case, options)
         graph.validate()  # structure, and every callable fingerprintable (ConfigError naming the node)
         needed |= graph.required_roles()
+    if request.phase:  # a misspelt phase would leave every node pending: refuse it before any work
+        known = set(protocol.roles) | needed | set(bindings.roles())
+        unknown = sorted(set(request.phase) - known)
+        if unknown:
+            raise ConfigError(f"--phase {','.join(unknown)}: no such role in protocol '{protocol.name}' (roles: {', '.join(sorted(known))})")
     unbound = {role for role in needed if role not in bindings}  # a derived role (critic) may borrow
     if unbound:
         raise ConfigError(

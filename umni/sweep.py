@@ -46,7 +46,9 @@ class SweepFile(BaseModel):
 
     name: str | None = None
     out: Path | None = None
-    cache: Path | None = None
+    #: the result store and image store of every run (as `umni run --cache/--blobs`: a path or a URL)
+    cache: str | None = None
+    blobs: str | None = None
     protocols: list[str] = Field(min_length=1)
     models: list[str | None] = Field(default_factory=lambda: list[str | None]([None]))
     roles: list[dict[str, str]] = Field(default_factory=lambda: [dict[str, str]()])
@@ -102,6 +104,7 @@ def expand(sweep: SweepFile) -> list[RunConfig]:
             "model": model,
             "roles": [f"{r}={s}" for r, s in sorted(roles.items())] or None,
             "cache": sweep.cache,
+            "blobs": sweep.blobs,
             "limit": sweep.limit,
             "concurrency": sweep.concurrency,
             "seed": seed,
@@ -144,7 +147,7 @@ def run_sweep(path: Path) -> tuple[Path, list[RunResult]]:
 async def _run_all(sweep: SweepFile, requests: list[RunConfig], prepared: list[Any], shared: dict[str, Any]) -> tuple[Path, list[RunResult]]:
     assert sweep.out is not None
     lanes = LanePool()
-    cache = Cache(sweep.cache or default_cache_dir())
+    cache = Cache(sweep.cache or default_cache_dir(), blobs=sweep.blobs)
     results: list[RunResult | None] = [None] * len(requests)
 
     async def one(index: int) -> None:

@@ -4,12 +4,14 @@ one single-process run on a private SQLite cache (`reference`)."""
 
 from __future__ import annotations
 
+import json
 import random
+import subprocess
 import time
 from pathlib import Path
 
 import pytest
-from runs import NODES_PER_CASE, case_ids, finish, kill_after, run, start, summary
+from runs import NODES_PER_CASE, case_ids, command, finish, kill_after, run, start, summary
 
 from umni.sharding import parse_shard
 from umni.store import Cache, RunStore
@@ -112,3 +114,46 @@ def test_sigkill_at_random_moments_then_resume(tmp_path: Path, store, reference)
     assert_store_undamaged(store)
     assert (out / "results.jsonl").read_bytes() == want
     assert landed >= 2, "most kills should interrupt a live run"
+
+
+def test_a_store_password_never_reaches_the_run_directory(tmp_path: Path, pg_url: str) -> None:
+    # the test server trusts local connections, so any password is accepted and must be dropped
+    url = pg_url.replace("postgresql://umni@", "postgresql://umni:pw-5ecret-9@")
+    out = tmp_path / "run"
+    run(out, ["--cache", url, "--blobs", str(tmp_path / "blobs")], limit=1)
+    assert summary(out)["counts"]["computed"] == NODES_PER_CASE
+    leaked = [p.name for p in out.rglob("*") if p.is_file() and b"pw-5ecret-9" in p.read_bytes()]
+    assert leaked == []
+    # written without user and password (umni.secrets scrubs every URL's user info)
+    assert json.loads((out / "run.json").read_text())["cache"] == pg_url.replace("umni@", "")
+
+
+def test_a_phase_naming_no_role_is_refused_before_any_work(tmp_path: Path) -> None:
+    done = subprocess.run(command(tmp_path / "run", ["--cache", str(tmp_path / "cache")], limit=1, extra=["--phase", "generat"]),
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 2
+    assert "--phase generat: no such role in protocol 'umnibench'" in done.stderr
+    assert not (tmp_path / "run" / "run.db").exists()
+
+
+def test_a_sweep_shares_one_store_given_by_url(tmp_path: Path, pg_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from umni.cli import main
+
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(
+        "protocols: [umnibench]\n"
+        'models: ["sim/umm", "sim/umm?skill=0.4"]\n'
+        "limit: 1\n"
+        f"out: {tmp_path / 'out'}\n"
+        f"cache: {pg_url}\n"
+        f"blobs: file://{tmp_path / 'blobs'}\n"
+    )
+    assert main(["sweep", str(sweep)]) == 0, capsys.readouterr().err
+    cache = Cache(pg_url, blobs=f"file://{tmp_path / 'blobs'}")
+    try:
+        rows = list(cache.results.rows())
+        assert cache.integrity_errors() == []
+    finally:
+        cache.close()
+    assert len(rows) == 2 * NODES_PER_CASE  # both runs' nodes (two bindings: no key in common) in PostgreSQL
+    assert any((tmp_path / "blobs").rglob("*.png"))
