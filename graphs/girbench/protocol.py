@@ -29,8 +29,8 @@ from __future__ import annotations
 import hashlib
 import os
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -40,10 +40,11 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from umni.errors import InputError
 from umni.graph import Graph, ImageFile, Ref
-from umni.outcomes import Outcome
+from umni.outcomes import Outcome, first_failure
 from umni.protocol import CaseSet, Note, Protocol, Skipped, View, node_status
 from umni.roles import DETECT, EDIT, EMBED, GENERATE, OCR, UNDERSTAND
 
+from . import scoring
 from .cases import (
     NUMERICAL_FILE,
     SPATIAL_FILE,
@@ -67,7 +68,6 @@ from .cases import (
     load_visual_logic_cases,
     missing_images,
 )
-from . import scoring
 from .deviations import deviations
 
 #: Tasks in the paper's table order.
@@ -235,6 +235,24 @@ class GirCase:
     @property
     def category(self) -> str | None:
         return self.data.category if isinstance(self.data, UniCase) else None
+
+
+@dataclass(frozen=True)
+class GirHandles:
+    """The nodes a case's record reads, kept by `build` (no node id is agreed on by convention)."""
+
+    #: the generated or edited image
+    image: Ref | None = None
+    #: the metric's scoring node (``similarity`` for Uni generation)
+    score: Ref | None = None
+    #: the nodes before `score` whose failure the record names, in the order they are checked
+    related: tuple[Ref, ...] = ()
+    #: the Uni understanding answer
+    vqa: Ref | None = None
+    #: puzzle, official features: one compute node holding both feature vectors
+    features: Ref | None = None
+    #: puzzle, features from the embed role: the output's and the solution's embeddings
+    embeds: tuple[Ref, Ref] | None = None
 
 
 def _digest(*parts: object) -> int:
@@ -468,28 +486,30 @@ def _score(
 # Records
 
 
-def _first_failure(outcomes: dict[str, Outcome], nodes: Iterable[str]) -> dict[str, Any] | None:
-    for nid in nodes:
-        outcome = outcomes.get(nid)
-        if outcome is not None and outcome.failure is not None:
-            return {"node": nid, "kind": outcome.failure.kind, "message": outcome.failure.message}
-    return None
+def _first_failure(outcomes: Mapping[str, Outcome], nodes: Iterable[Ref]) -> dict[str, Any] | None:
+    found = first_failure(outcomes, nodes)
+    if found is None:
+        return None
+    nid, failure = found
+    return {"node": nid, "kind": failure.kind, "message": failure.message}
 
 
-def _entry(outcomes: dict[str, Outcome], score_node: str, related: Sequence[str]) -> dict[str, Any]:
+def _entry(outcomes: Mapping[str, Outcome], score: Ref | None, related: Sequence[Ref]) -> dict[str, Any]:
     """A metric's record entry from its scoring node; a failure anywhere upstream is named, not scored."""
+    assert score is not None
+    score_node = score.node
     outcome = outcomes[score_node]
     if outcome.ok:
         detail = dict(outcome.value)
         return {"status": "scored", "value": float(detail.pop("score")), "detail": detail}
     if outcome.status == "skipped":
         return {"status": "skipped", "reason": "an input node was skipped"}
-    failure = _first_failure(outcomes, [*related, score_node]) or {"node": score_node, "kind": "internal", "message": outcome.status}
+    failure = _first_failure(outcomes, [*related, score]) or {"node": score_node, "kind": "internal", "message": outcome.status}
     return {"status": "failed", "failure": failure["kind"], "node": failure["node"], "message": failure["message"]}
 
 
-def _image_sha(outcomes: dict[str, Outcome], node: str) -> str | None:
-    outcome = outcomes.get(node)
+def _image_sha(outcomes: Mapping[str, Outcome], node: Ref | None) -> str | None:
+    outcome = outcomes.get(node.node) if node is not None else None
     image = outcome.image if outcome is not None else None
     return image.sha256 if image is not None else None
 
@@ -567,7 +587,7 @@ def _fmt(value: Any) -> str:
 # The protocol
 
 
-class GirBench(Protocol[GirCase]):
+class GirBench(Protocol[GirCase, GirOptions]):
     name = "girbench"
     title = "GIR-Bench: reasoning-centric generation and editing"
     roles = ALL_ROLES
@@ -618,59 +638,67 @@ class GirBench(Protocol[GirCase]):
         return case.id
 
     # ------------------------------------------------------------------------------ graphs
-    def build(self, case: GirCase, options: BaseModel) -> Graph:
+    def build(self, case: GirCase, options: GirOptions) -> Graph[GirHandles]:
         opts = _options(options)
-        g = Graph(case.id)
+        g: Graph[GirHandles] = Graph(case.id)
         data = case.data
+        h = GirHandles()
         if isinstance(data, UniCase):
-            self._build_uni(g, case, opts)
+            h = self._build_uni(g, case, opts)
         elif isinstance(data, NumericalCase):
             image = g.generate("image", [data.prompt])
             found = g.tool("detect", DETECT, image, labels=list(data.task.objects))
             truth = {"objects": list(data.task.objects), "number": list(data.task.number)}
-            _score(g, "score", scoring.score_numerical, truth, version="2", detections=found)
+            score = _score(g, "score", scoring.score_numerical, truth, version="2", detections=found)
+            h = GirHandles(image, score, (image, found))
         elif isinstance(data, SpatialCase):
             image = g.generate("image", [data.prompt])
             found = g.tool("detect", DETECT, image, labels=data.labels)
             truth = {"labels": data.labels, "relations": [list(r) for r in data.relations]}
-            _score(g, "score", scoring.score_spatial, truth, version="2", detections=found)
+            score = _score(g, "score", scoring.score_spatial, truth, version="2", detections=found)
+            h = GirHandles(image, score, (image, found))
         elif isinstance(data, TextCase):
             image = g.generate("image", [data.prompt])
             lines = g.tool("ocr", OCR, image)
-            _score(g, "score", scoring.score_text, {"text": data.text}, lines=lines)
+            h = GirHandles(image, _score(g, "score", scoring.score_text, {"text": data.text}, lines=lines), (image, lines))
         elif isinstance(data, PuzzleCase):
             image = g.edit("image", ImageFile(data.question_image), PUZZLE_INSTRUCTION)
             if opts.features == "official":
                 weights = {"fid_weights": opts.fid_weights or None}
-                _score(g, "features", scoring.puzzle_features, weights, files={"solution": data.solution_image}, output=image)
+                solution = {"solution": data.solution_image}
+                h = GirHandles(image, features=_score(g, "features", scoring.puzzle_features, weights, files=solution, output=image))
             else:
-                g.tool("embed/output", EMBED, image)
-                g.tool("embed/solution", EMBED, ImageFile(data.solution_image))
+                output = g.tool("embed/output", EMBED, image)
+                h = GirHandles(image, embeds=(output, g.tool("embed/solution", EMBED, ImageFile(data.solution_image))))
         elif isinstance(data, VisualLogicCase):
-            self._build_sudoku(g, data)
+            h = self._build_sudoku(g, data)
         elif isinstance(data, PerceptionCase):
             assert case.prompt is not None
             image = g.edit("image", ImageFile(data.image), PERCEPTION_INSTRUCTION.format(target=case.prompt))
             files = {"mask": data.mask, "image": data.image}
-            _score(g, "score", scoring.score_perception, {}, version="2", files=files, edited=image)
-        return g
+            h = GirHandles(image, _score(g, "score", scoring.score_perception, {}, version="2", files=files, edited=image), (image,))
+        return g.with_handles(h)
 
-    def _build_uni(self, g: Graph, case: GirCase, opts: GirOptions) -> None:
+    def _build_uni(self, g: Graph[GirHandles], case: GirCase, opts: GirOptions) -> GirHandles:
         data: UniCase = case.data
+        h = GirHandles()
         if _metric_unavailable(case, "uni_generation", opts) is None:
             image = g.generate("image", [case.prompt or ""])
             if opts.features == "official":
                 files = {f"ref_{i:03d}": p for i, p in enumerate(data.references)}
-                _score(g, "similarity", scoring.score_dinov3_similarity, {"model": opts.uni_model}, files=files, generated=image)
+                score = _score(g, "similarity", scoring.score_dinov3_similarity, {"model": opts.uni_model}, files=files, generated=image)
+                h = GirHandles(image, score, (image,))
             else:
                 generated = g.tool("embed/image", EMBED, image)
                 refs = {f"ref_{i:03d}": g.tool(f"embed/ref/{i}", EMBED, ImageFile(p)) for i, p in enumerate(data.references)}
-                _score(g, "similarity", scoring.score_similarity, {}, generated=generated, **refs)
+                score = _score(g, "similarity", scoring.score_similarity, {}, generated=generated, **refs)
+                h = GirHandles(image, score, (image, generated, *refs.values()))
         if _metric_unavailable(case, "uni_understanding", opts) is None:
             assert case.vqa is not None
-            g.answer("vqa", [ImageFile(case.vqa.image), case.vqa.question], list(case.vqa.options))
+            h = replace(h, vqa=g.answer("vqa", [ImageFile(case.vqa.image), case.vqa.question], list(case.vqa.options)))
+        return h
 
-    def _build_sudoku(self, g: Graph, data: VisualLogicCase) -> None:
+    def _build_sudoku(self, g: Graph[GirHandles], data: VisualLogicCase) -> GirHandles:
         """The output, the question and the answer image are all read by OCR, as officially: the
         official score works on the positions of the digits read from all three."""
         spec = data.spec
@@ -687,35 +715,35 @@ class GirBench(Protocol[GirCase]):
             "question_lines": g.tool("ocr/question", OCR, ImageFile(data.question_image)),
             "answer_lines": g.tool("ocr/answer", OCR, ImageFile(data.answer_image)),
         }
-        _score(g, "score", scoring.score_sudoku, truth, version="2", **inputs)
+        score = _score(g, "score", scoring.score_sudoku, truth, version="2", **inputs)
+        return GirHandles(image, score, (image, lines, inputs["question_lines"], inputs["answer_lines"]))
 
     # ------------------------------------------------------------------------------ records
-    def record(self, case: GirCase, outcomes: dict[str, Outcome], options: BaseModel) -> dict[str, Any]:
+    def record(self, case: GirCase, outcomes: Mapping[str, Outcome], options: GirOptions) -> dict[str, Any]:
         opts = _options(options)
+        h: GirHandles = self.handles(case, outcomes, options)
         data = case.data
         rec: dict[str, Any] = {"case_id": case.id, "task": case.task, "source_id": str(data.id)}
         metrics: dict[str, Any] = {}
         if isinstance(data, UniCase):
             rec.update(category=data.category, entity=data.display_name, prompt=case.prompt)
-            metrics["uni_understanding"] = self._vqa_entry(case, outcomes, opts)
+            metrics["uni_understanding"] = self._vqa_entry(case, outcomes, h.vqa, opts)
             reason = _metric_unavailable(case, "uni_generation", opts)
             if reason is None:
-                related = ["image", "embed/image", *(f"embed/ref/{i}" for i in range(len(data.references)))]
-                metrics["uni_generation"] = _entry(outcomes, "similarity", related)
+                metrics["uni_generation"] = _entry(outcomes, h.score, h.related)
             else:
                 metrics["uni_generation"] = {"status": "skipped", "reason": reason}
             for entry in metrics.values():
                 entry["category"] = data.category
         elif isinstance(data, PuzzleCase):
             rec["instruction"] = PUZZLE_INSTRUCTION
-            metrics["puzzle"] = self._puzzle_entry(outcomes)
+            metrics["puzzle"] = self._puzzle_entry(outcomes, h)
         else:
             rec["prompt" if case.task in T2I_METRICS else "instruction"] = self._text_of(case)
-            related = [nid for nid in ("image", "detect", "ocr", "ocr/question", "ocr/answer") if nid in outcomes]
-            metrics[case.task] = _entry(outcomes, "score", related)
+            metrics[case.task] = _entry(outcomes, h.score, h.related)
             if isinstance(data, TextCase):
                 rec["target_text"] = data.text
-        rec["image"] = _image_sha(outcomes, "image")
+        rec["image"] = _image_sha(outcomes, h.image)
         rec["metrics"] = metrics
         rec["nodes"] = node_status(outcomes)
         return rec
@@ -730,15 +758,15 @@ class GirBench(Protocol[GirCase]):
         return data.prompt
 
     @staticmethod
-    def _vqa_entry(case: GirCase, outcomes: dict[str, Outcome], opts: GirOptions) -> dict[str, Any]:
+    def _vqa_entry(case: GirCase, outcomes: Mapping[str, Outcome], vqa: Ref | None, opts: GirOptions) -> dict[str, Any]:
         reason = _metric_unavailable(case, "uni_understanding", opts)
         if reason is not None:
             return {"status": "skipped", "reason": reason}
-        assert case.vqa is not None
-        outcome = outcomes["vqa"]
+        assert case.vqa is not None and vqa is not None
+        outcome = outcomes[vqa.node]
         if not outcome.ok or outcome.output is None:
-            failure = _first_failure(outcomes, ["vqa"]) or {"kind": outcome.status, "message": outcome.status}
-            return {"status": "failed", "failure": failure["kind"], "node": "vqa", "message": failure["message"]}
+            failure = _first_failure(outcomes, [vqa]) or {"kind": outcome.status, "message": outcome.status}
+            return {"status": "failed", "failure": failure["kind"], "node": vqa.node, "message": failure["message"]}
         predicted = int(outcome.output["index"])
         detail = {
             "question": case.vqa.question,
@@ -751,19 +779,21 @@ class GirBench(Protocol[GirCase]):
         return {"status": "scored", "value": 1.0 if predicted == case.vqa.answer else 0.0, "detail": detail}
 
     @staticmethod
-    def _puzzle_entry(outcomes: dict[str, Outcome]) -> dict[str, Any]:
-        if "features" in outcomes:  # official: one compute node holds both feature vectors
-            features = outcomes["features"]
+    def _puzzle_entry(outcomes: Mapping[str, Outcome], h: GirHandles) -> dict[str, Any]:
+        assert h.image is not None
+        if h.features is not None:  # official: one compute node holds both feature vectors
+            features = outcomes[h.features.node]
             if features.ok:
                 return {"status": "scored", "value": None, "features": dict(features.value)}
-            failure = _first_failure(outcomes, ["image", "features"])
+            failure = _first_failure(outcomes, [h.image, h.features])
             if failure is None:
                 return {"status": "skipped", "reason": "an input node was skipped"}
             return {"status": "failed", "failure": failure["kind"], "node": failure["node"], "message": failure["message"]}
-        output, solution = outcomes["embed/output"], outcomes["embed/solution"]
+        assert h.embeds is not None
+        output, solution = outcomes[h.embeds[0].node], outcomes[h.embeds[1].node]
         if output.ok and solution.ok:
             return {"status": "scored", "value": None, "features": {"output": output.value, "solution": solution.value}}
-        failure = _first_failure(outcomes, ["image", "embed/output", "embed/solution"])
+        failure = _first_failure(outcomes, [h.image, *h.embeds])
         if failure is None:
             return {"status": "skipped", "reason": "an input node was skipped"}
         return {"status": "failed", "failure": failure["kind"], "node": failure["node"], "message": failure["message"]}
