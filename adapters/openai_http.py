@@ -95,10 +95,23 @@ TOKEN_FIELDS = ("auto", "max_tokens", "max_completion_tokens")
 REASONING_MODEL = re.compile(r"^(o\d+(?:$|[-_.])|gpt-5(?:$|[-_.]))")
 
 #: Request fields umni builds itself; `extra_body` may not set them (each has its own parameter).
-RESERVED_FIELDS = frozenset({
-    "model", "messages", "max_tokens", "max_completion_tokens", "seed", "temperature", "top_p", "logprobs",
-    "top_logprobs", "prompt", "n", "image", "image[]",
-})
+RESERVED_FIELDS = frozenset(
+    {
+        "model",
+        "messages",
+        "max_tokens",
+        "max_completion_tokens",
+        "seed",
+        "temperature",
+        "top_p",
+        "logprobs",
+        "top_logprobs",
+        "prompt",
+        "n",
+        "image",
+        "image[]",
+    }
+)
 
 #: Parameters that change only how the server is reached or how many calls run at once.
 CONNECTION_PARAMS = frozenset({"base_url", "api_key_env", "roles", "connect_timeout", "token_field"})
@@ -191,7 +204,9 @@ class OpenAIBackend(Backend):
         self.extra_body: dict[str, Any] = dict(params.extra_body or {})
         self.mode = params.mode
         self.image_options = {
-            k: getattr(params, k) for k in ("size", "quality", "response_format", "style") if getattr(params, k) is not None
+            k: getattr(params, k)
+            for k in ("size", "quality", "response_format", "style")
+            if getattr(params, k) is not None
         }
         self.max_response_bytes = params.max_response_bytes
         self.max_pixels = params.max_pixels
@@ -491,7 +506,8 @@ def _message_text(data: Any, *, allow_empty: bool = False) -> str:
     if isinstance(choice, dict) and choice.get("finish_reason") == "content_filter":
         said = scrub(str(content or ""))
         raise Refusal(
-            "the server's content filter stopped the reply (finish_reason content_filter)" + (f": {truncate(said, 300)}" if said else ""),
+            "the server's content filter stopped the reply (finish_reason content_filter)"
+            + (f": {truncate(said, 300)}" if said else ""),
             raw=said or None,
         )
     if content is None:
@@ -667,9 +683,19 @@ def _form_fields(extra: Mapping[str, Any]) -> dict[str, str]:
     fields = {}
     for key, value in extra.items():
         if isinstance(value, (dict, list)):
-            raise ConfigError(f"extra_body field '{key}' is an object or a list; image edits (a form) take only scalar fields")
+            raise ConfigError(
+                f"extra_body field '{key}' is an object or a list; image edits (a form) take only scalar fields"
+            )
         fields[key] = value if isinstance(value, str) else json.dumps(value)
     return fields
 
 
-__all__ = ["OpenAIBackend", "OpenAIParams", "is_reasoning_model", "chat_content", "parse_option_letter", "parse_retry_after", "decode_image"]
+__all__ = [
+    "OpenAIBackend",
+    "OpenAIParams",
+    "is_reasoning_model",
+    "chat_content",
+    "parse_option_letter",
+    "parse_retry_after",
+    "decode_image",
+]

@@ -84,7 +84,9 @@ class RequestOptions:
         system, temperature, extra = params.get("system"), params.get("temperature"), params.get("extra_body")
         if system is None and temperature is None and not extra:
             return None
-        return cls(system=system, temperature=None if temperature is None else float(temperature), extra_body=extra or None)
+        return cls(
+            system=system, temperature=None if temperature is None else float(temperature), extra_body=extra or None
+        )
 
 
 async def respond_with(

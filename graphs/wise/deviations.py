@@ -64,7 +64,13 @@ def deviations(
         if key == "judge-wording" and judge_prompt is not None:
             umni = f"the judge is asked with the text of {judge_prompt} (the official text when the file holds it)"
             changes = False
-        entry: dict[str, Any] = {"id": key, "metric": "all", "official": official, "umni": umni, "changes_score": changes}
+        entry: dict[str, Any] = {
+            "id": key,
+            "metric": "all",
+            "official": official,
+            "umni": umni,
+            "changes_score": changes,
+        }
         if key in touched:
             entry["cases"] = touched[key]
         if changes:

@@ -78,8 +78,12 @@ Score: <0-1>"""
 
 
 #: System messages of the two judge requests (the official requests carry one too; these are umni's words).
-LEGACY_SYSTEM = "You grade images made by text-to-image models. Apply the grading protocol strictly and answer only in its format."
-VERIFIED_SYSTEM = "You check images made by text-to-image models for a knowledge benchmark. Follow the protocol exactly."
+LEGACY_SYSTEM = (
+    "You grade images made by text-to-image models. Apply the grading protocol strictly and answer only in its format."
+)
+VERIFIED_SYSTEM = (
+    "You check images made by text-to-image models for a knowledge benchmark. Follow the protocol exactly."
+)
 
 
 class JudgeTemplate(NamedTuple):

@@ -217,7 +217,9 @@ class Wise(Protocol[WiseCase]):
         if not prompts:
             raise InputError(f"no WISE prompts in {'this file' if path.is_file() else 'these files'}", path=where)
         cases = [
-            WiseCase(p, variant, category_of(p.prompt_id, variant), sources.get(p.prompt_id, files[0]).name, options.rewrite)
+            WiseCase(
+                p, variant, category_of(p.prompt_id, variant), sources.get(p.prompt_id, files[0]).name, options.rewrite
+            )
             for p in prompts
         ]
         notes = [
@@ -313,7 +315,9 @@ class Wise(Protocol[WiseCase]):
         }
 
     # ------------------------------------------------------------------ summary
-    def summarize(self, records: list[dict[str, Any]], options: BaseModel, *, judge: str | None = None) -> dict[str, Any]:
+    def summarize(
+        self, records: list[dict[str, Any]], options: BaseModel, *, judge: str | None = None
+    ) -> dict[str, Any]:
         """The paper's main table (six categories and Overall, 0-1), failures and missing ids beside.
 
         `judge` is the judge role's spec; it is echoed as ``scores.judge`` so tables that compare

@@ -252,7 +252,10 @@ class OfficialSummary:
 
 
 def summarize_official(
-    readings: Iterable[tuple[int, Mapping[str, float] | None]], *, variant: Variant, metric: Literal["wiscore", "accuracy"]
+    readings: Iterable[tuple[int, Mapping[str, float] | None]],
+    *,
+    variant: Variant,
+    metric: Literal["wiscore", "accuracy"],
 ) -> OfficialSummary:
     """Average official readings (``prompt_id`` -> marks as the official parser read them, or None
     where it gave up) by the official arithmetic: WiScore of whatever marks were read (legacy marks

@@ -97,7 +97,12 @@ def test_extra_body_enters_identity_by_content() -> None:
 
 @pytest.mark.parametrize(
     ("value", "complaint"),
-    [("{not json", "extra_body"), ("[1, 2]", "extra_body"), ('{"model": "other"}', "model"), ('{"messages": []}', "messages")],
+    [
+        ("{not json", "extra_body"),
+        ("[1, 2]", "extra_body"),
+        ('{"model": "other"}', "model"),
+        ('{"messages": []}', "messages"),
+    ],
 )
 def test_bad_extra_body_is_refused_at_construction(value: str, complaint: str) -> None:
     with pytest.raises(ConfigError, match=complaint):
@@ -163,7 +168,11 @@ def test_a_backend_without_options_gets_the_system_message_as_the_first_part() -
 
 
 def test_respond_with_hands_node_params_to_the_openai_backend() -> None:
-    params = {"system": "Be strict.", "temperature": 0, "extra_body": {"chat_template_kwargs": {"enable_thinking": False}}}
+    params = {
+        "system": "Be strict.",
+        "temperature": 0,
+        "extra_body": {"chat_template_kwargs": {"enable_thinking": False}},
+    }
 
     async def call(b: OpenAIBackend) -> TextReply:
         return await respond_with(b, ["grade"], params, max_tokens=500, seed=3)
@@ -229,7 +238,10 @@ def test_unknown_tokens_give_an_unknown_cost_not_zero() -> None:
         "understand": {"calls": 1, "input_tokens": 1_000_000, "output_tokens": 0, "images_out": 0},
     }
     bindings = {"judge": "openai/gpt-4o", "generate": "openai/gpt-image-1", "understand": "openai/gpt-4o"}
-    prices = {"openai/gpt-4o": Price(input_per_million=2.5, output_per_million=10.0), "openai/gpt-image-1": Price(per_image=0.04)}
+    prices = {
+        "openai/gpt-4o": Price(input_per_million=2.5, output_per_million=10.0),
+        "openai/gpt-image-1": Price(per_image=0.04),
+    }
     cost = estimate(usage, bindings, prices)
     # judge: per-token price, unknown tokens -> unknown; generate: priced per image -> 2 x 0.04; understand: 2.5
     assert cost["per_role"] == {"judge": None, "generate": 0.08, "understand": 2.5}
@@ -291,7 +303,9 @@ def test_a_refusing_judge_is_counted_as_refusals_with_their_text(tmp_path: Path)
 
 def test_a_server_without_usage_gives_unknown_tokens_and_cost_in_the_summary(tmp_path: Path) -> None:
     prices = tmp_path / "prices.yaml"
-    prices.write_text("openai/judge-vlm: {input_per_million: 1.0, output_per_million: 2.0}\nsim/umm: {per_image: 0.5}\n")
+    prices.write_text(
+        "openai/judge-vlm: {input_per_million: 1.0, output_per_million: 2.0}\nsim/umm: {per_image: 0.5}\n"
+    )
     with OpenAIStubServer(include_usage=False, responder=lambda chat: "Score: 1") as server:
         summary, _ = _wise_run(tmp_path, server, "--prices", str(prices))
     judge = summary["usage"]["judge"]

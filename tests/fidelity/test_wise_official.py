@@ -126,7 +126,9 @@ def test_verified_whole_numbers_off_the_scale_are_asked_again(reply: str, offici
 )
 def test_legacy_reads_as_official(reply: str, marks: tuple[int, int, int]) -> None:
     assert parse_legacy_answer(reply) == LegacyScores(*marks)
-    assert official_legacy_reading(reply) == dict(zip(("consistency", "realism", "aesthetic_quality"), map(float, marks)))
+    assert official_legacy_reading(reply) == dict(
+        zip(("consistency", "realism", "aesthetic_quality"), map(float, marks))
+    )
 
 
 @pytest.mark.parametrize(
@@ -174,7 +176,9 @@ def test_whenever_umni_scores_a_reply_the_official_script_reads_the_same(reply: 
         marks = parse_legacy_answer(reply)
     except (ParseFailure, InvalidAnswer):
         return
-    assert official_legacy_reading(reply) == dict(zip(("consistency", "realism", "aesthetic_quality"), map(float, marks)))
+    assert official_legacy_reading(reply) == dict(
+        zip(("consistency", "realism", "aesthetic_quality"), map(float, marks))
+    )
 
 
 # ------------------------------------------------------------------------------ legacy arithmetic
@@ -190,7 +194,10 @@ def test_a_category_mean_at_a_rounding_edge_rounds_as_official() -> None:
     # Summed in id order in floating point, the official mean is 0.5812499999999999 -> 0.5812 at 4
     # decimals (a mean computed exactly, 0.58125, rounds to 0.5813).
     marks = [(1, 1, 2), (1, 0, 1), (0, 2, 0), (2, 1, 1), (2, 1, 1), (1, 2, 2), (0, 1, 1), (2, 2, 2)]
-    judgements = [LegacyJudgement(prompt_id=i + 1, consistency=c, realism=r, aesthetic_quality=a) for i, (c, r, a) in enumerate(marks)]
+    judgements = [
+        LegacyJudgement(prompt_id=i + 1, consistency=c, realism=r, aesthetic_quality=a)
+        for i, (c, r, a) in enumerate(marks)
+    ]
     summary = summarize_legacy(judgements, expected=range(1, 9))
     assert summary.categories["culture"].mean == 0.5812499999999999
     assert round(summary.categories["culture"].mean, 4) == 0.5812
@@ -202,7 +209,9 @@ def test_the_overall_at_a_rounding_edge_rounds_as_official() -> None:
     # Exactly: 0.28 + 0.0835 + 0.03325 + 0.1 + 0.01 + 0.08 = 0.58675; the official left-to-right float
     # sum is 0.5867499999999999, which rounds to 0.5867 (the exact value would give 0.5868).
     rows = {1: (2, 0, 0), 401: (1, 1, 1), 568: (0, 2, 1), 701: (2, 2, 2), 801: (0, 0, 2), 901: (2, 1, 0)}
-    judgements = [LegacyJudgement(prompt_id=i, consistency=c, realism=r, aesthetic_quality=a) for i, (c, r, a) in rows.items()]
+    judgements = [
+        LegacyJudgement(prompt_id=i, consistency=c, realism=r, aesthetic_quality=a) for i, (c, r, a) in rows.items()
+    ]
     summary = summarize_legacy(judgements, expected=list(rows))
     assert summary.overall == 0.5867499999999999
     assert round(summary.overall, 4) == 0.5867
@@ -340,7 +349,9 @@ def test_a_judge_template_file_replaces_umnis_wording(tmp_path: Path) -> None:
     )
     case = PROTOCOL.load(bundled("wise") / "verified", options()).cases[0].prompt
     with _judge_server({case.Prompt: "Score: 1"}) as server:
-        summary = _run(tmp_path, server, bundled("wise") / "verified", "--limit", "1", "--option", f"judge_prompt={template}")
+        summary = _run(
+            tmp_path, server, bundled("wise") / "verified", "--limit", "1", "--option", f"judge_prompt={template}"
+        )
         sent = server.last("/chat/completions").json
     system, user = sent["messages"]
     assert system == {"role": "system", "content": "Grade as the paper did."}

@@ -29,6 +29,7 @@ def real_data() -> Path:
     """The real WISE files beside the repository (../shared/data/wise); a missing folder fails the test."""
     return shared_data("wise")
 
+
 BUNDLED_VERIFIED_IDS = [1, 2, 3, 401, 402, 403, 521, 522, 523, 641, 642, 643, 761, 762, 763, 881, 882, 883]
 BUNDLED_LEGACY_IDS = [1, 2, 3, 401, 402, 403, 568, 569, 570, 701, 702, 703, 801, 802, 803, 901, 902, 903]
 
@@ -102,7 +103,11 @@ def bundled_prompts(*names: str) -> dict[int, dict]:
 
 def test_options_resolve_the_set_and_refuse_bad_combinations():
     assert options().model_dump() == {
-        "scoring": "verified", "set": "verified", "rewrite": False, "judge_thinking": "off", "judge_prompt": None
+        "scoring": "verified",
+        "set": "verified",
+        "rewrite": False,
+        "judge_thinking": "off",
+        "judge_prompt": None,
     }
     assert options(scoring="legacy").judge_thinking == "server"  # the legacy script called a hosted API
     assert options(judge_thinking="server").judge_thinking == "server"
@@ -125,7 +130,9 @@ def test_protocol_is_registered():
 
 
 @pytest.mark.parametrize(
-    "values", [{}, {"scoring": "legacy"}, {"scoring": "legacy", "rewrite": "true"}], ids=["verified", "legacy", "rewrite"]
+    "values",
+    [{}, {"scoring": "legacy"}, {"scoring": "legacy", "rewrite": "true"}],
+    ids=["verified", "legacy", "rewrite"],
 )
 def test_real_data_loads_1000_prompts_from_the_official_layout(values):
     case_set = PROTOCOL.load(real_data(), options(**values))
@@ -141,7 +148,9 @@ def test_real_data_loads_1000_prompts_from_the_official_layout(values):
         assert sizes == {"culture": 400, "time": 167, "space": 133, "biology": 100, "physics": 100, "chemistry": 100}
     if values.get("rewrite"):
         assert {c.file for c in case_set.cases} == {
-            "cultural_common_sense_rewrite.json", "spatio-temporal_reasoning_rewrite.json", "natural_science_rewrite.json"
+            "cultural_common_sense_rewrite.json",
+            "spatio-temporal_reasoning_rewrite.json",
+            "natural_science_rewrite.json",
         }
 
 
@@ -182,9 +191,13 @@ def test_generation_sees_the_prompt_only_and_the_judge_sees_the_explanation(valu
 
 
 def test_rewrite_option_generates_from_the_rewrite_prompts():
-    originals = bundled_prompts("legacy/cultural_common_sense.json", "legacy/natural_science.json", "legacy/spatio-temporal_reasoning.json")
+    originals = bundled_prompts(
+        "legacy/cultural_common_sense.json", "legacy/natural_science.json", "legacy/spatio-temporal_reasoning.json"
+    )
     rewrites = bundled_prompts(
-        "legacy/cultural_common_sense_rewrite.json", "legacy/natural_science_rewrite.json", "legacy/spatio-temporal_reasoning_rewrite.json"
+        "legacy/cultural_common_sense_rewrite.json",
+        "legacy/natural_science_rewrite.json",
+        "legacy/spatio-temporal_reasoning_rewrite.json",
     )
     plain, rewritten = options(scoring="legacy"), options(scoring="legacy", rewrite="true")
     plain_cases = {c.prompt.prompt_id: c for c in PROTOCOL.load(PROTOCOL.bundled_cases(), plain).cases}
@@ -202,7 +215,14 @@ def test_rewrite_option_generates_from_the_rewrite_prompts():
 @pytest.mark.parametrize("scoring", ["verified", "legacy"])
 def test_sim_run_completes_on_bundled_cases(tmp_path, scoring):
     result = evaluate(
-        RunRequest(protocol="wise", out=tmp_path / "run", cache=tmp_path / "cache", model="sim/umm", options={"scoring": scoring}, progress=False)
+        RunRequest(
+            protocol="wise",
+            out=tmp_path / "run",
+            cache=tmp_path / "cache",
+            model="sim/umm",
+            options={"scoring": scoring},
+            progress=False,
+        )
     )
     summary = result.summary
     scores = summary["scores"]
@@ -232,7 +252,9 @@ def test_sim_run_completes_on_bundled_cases(tmp_path, scoring):
     for record in records:
         if scoring == "legacy":
             m = record["marks"]
-            assert record["score"] == pytest.approx((0.7 * m["consistency"] + 0.2 * m["realism"] + 0.1 * m["aesthetic_quality"]) / 2)
+            assert record["score"] == pytest.approx(
+                (0.7 * m["consistency"] + 0.2 * m["realism"] + 0.1 * m["aesthetic_quality"]) / 2
+            )
         else:
             assert record["score"] in (0, 1) and record["score"] == record["marks"]["score"]
     html = result.report.read_text()
@@ -280,7 +302,11 @@ def test_verified_run_with_scripted_judge_counts_failures_apart(tmp_path):
     assert scores["failures"] == {"invalid": 1, "missing_image": 1, "parse": 1}
     assert scores["failures_by_category"] == {"time/parse": 1, "space/missing_image": 1, "biology/invalid": 1}
     assert (scores["scored_by_category"]["space"], scores["failed_by_category"]["space"]) == (2, 1)
-    assert summary["failures"]["parse"] == 1 and summary["failures"]["invalid"] == 1 and summary["failures"]["backend"] == 1
+    assert (
+        summary["failures"]["parse"] == 1
+        and summary["failures"]["invalid"] == 1
+        and summary["failures"]["backend"] == 1
+    )
 
     titles = [t for t, _, _ in PROTOCOL.tables(summary)]
     assert titles[1] == "Failures by kind (counted apart from scores)"
@@ -322,12 +348,32 @@ def test_legacy_run_with_scripted_judge_matches_hand_computed_wiscore(tmp_path):
 
 def test_summary_from_hand_made_records():
     records = [
-        {"prompt_id": 1, "marks": {"consistency": 2, "realism": 2, "aesthetic_quality": 2}, "failure": None},  # culture 1.0
-        {"prompt_id": 401, "marks": {"consistency": 1, "realism": 2, "aesthetic_quality": 1}, "failure": None},  # time 0.6
+        {
+            "prompt_id": 1,
+            "marks": {"consistency": 2, "realism": 2, "aesthetic_quality": 2},
+            "failure": None,
+        },  # culture 1.0
+        {
+            "prompt_id": 401,
+            "marks": {"consistency": 1, "realism": 2, "aesthetic_quality": 1},
+            "failure": None,
+        },  # time 0.6
         {"prompt_id": 402, "marks": None, "failure": "parse"},
-        {"prompt_id": 568, "marks": {"consistency": 0, "realism": 1, "aesthetic_quality": 2}, "failure": None},  # space 0.2
-        {"prompt_id": 701, "marks": {"consistency": 2, "realism": 1, "aesthetic_quality": 0}, "failure": None},  # biology 0.8
-        {"prompt_id": 801, "marks": {"consistency": 0, "realism": 0, "aesthetic_quality": 0}, "failure": None},  # physics 0.0
+        {
+            "prompt_id": 568,
+            "marks": {"consistency": 0, "realism": 1, "aesthetic_quality": 2},
+            "failure": None,
+        },  # space 0.2
+        {
+            "prompt_id": 701,
+            "marks": {"consistency": 2, "realism": 1, "aesthetic_quality": 0},
+            "failure": None,
+        },  # biology 0.8
+        {
+            "prompt_id": 801,
+            "marks": {"consistency": 0, "realism": 0, "aesthetic_quality": 0},
+            "failure": None,
+        },  # physics 0.0
         {"prompt_id": 901, "marks": None, "failure": "missing_image"},
     ]
     scores = PROTOCOL.summarize(records, options(scoring="legacy"), judge="openai/gpt-4o-2024-05-13")

@@ -41,6 +41,7 @@ def real_data() -> Path:
     """The real WISE files beside the repository (../shared/data/wise); a missing folder fails the test."""
     return shared_data("wise")
 
+
 #: How the official files spell each category (the scoring itself goes by id).
 OFFICIAL_CATEGORY = {
     "culture": "Cultural knowledge",
@@ -56,7 +57,9 @@ OFFICIAL_CATEGORY = {
 
 
 @pytest.mark.parametrize(
-    ("variant", "rewrite"), [("legacy", False), ("legacy", True), ("verified", False)], ids=["legacy", "rewrite", "verified"]
+    ("variant", "rewrite"),
+    [("legacy", False), ("legacy", True), ("verified", False)],
+    ids=["legacy", "rewrite", "verified"],
 )
 def test_real_sets_load_all_1000_prompts_with_categories_matching_id_ranges(variant, rewrite):
     cases = load_set(real_data() / variant, variant, rewrite=rewrite)
@@ -66,14 +69,20 @@ def test_real_sets_load_all_1000_prompts_with_categories_matching_id_ranges(vari
     expected_sizes = {name: high - low + 1 for name, (low, high) in CATEGORY_RANGES[variant].items()}
     assert sizes == expected_sizes
     mismatched = [
-        (p.prompt_id, p.Category) for p in cases.prompts if p.Category != OFFICIAL_CATEGORY[cases.category_of(p.prompt_id)]
+        (p.prompt_id, p.Category)
+        for p in cases.prompts
+        if p.Category != OFFICIAL_CATEGORY[cases.category_of(p.prompt_id)]
     ]
     # The one known quirk: a biology prompt of the legacy rewrite file is labelled 'Ecology'.
     assert mismatched == ([(748, "Ecology")] if rewrite else [])
 
 
 def test_verified_split_files_hold_the_same_prompts_as_merge(tmp_path):
-    for name in ("cultural_common_sense_verified.json", "spatio-temporal_reasoning_verified.json", "natural_science_verified.json"):
+    for name in (
+        "cultural_common_sense_verified.json",
+        "spatio-temporal_reasoning_verified.json",
+        "natural_science_verified.json",
+    ):
         (tmp_path / name).write_bytes((real_data() / "verified" / name).read_bytes())
     split = load_set(tmp_path, "verified")
     merged = load_set(real_data() / "verified", "verified")
@@ -270,14 +279,18 @@ def test_legacy_summary_by_hand():
     expected = [1, 400, 401, 567, 568, 700, 701, 801, 1000, 999]  # 999 was never judged
     summary = summarize_legacy(judgements, expected=expected)
     means = {name: r.mean for name, r in summary.categories.items()}
-    assert means == pytest.approx({"culture": 0.9, "time": 0.6, "space": 0.2, "biology": 0.8, "physics": 0.0, "chemistry": 0.5})
+    assert means == pytest.approx(
+        {"culture": 0.9, "time": 0.6, "space": 0.2, "biology": 0.8, "physics": 0.0, "chemistry": 0.5}
+    )
     # 0.4*0.9 + 0.167*0.6 + 0.133*0.2 + 0.1*(0.8 + 0 + 0.5) = 0.36 + 0.1002 + 0.0266 + 0.13
     assert summary.overall == pytest.approx(0.6168)
     assert summary.categories["time"].scored == 1 and summary.categories["time"].failures == {"parse": 1}
     assert summary.categories["space"].failures == {"missing_image": 1}
     assert summary.failures == {"parse": 1, "missing_image": 1}
     assert summary.missing_ids == [999]
-    assert summary.categories["culture"].components == pytest.approx({"consistency": 2.0, "realism": 1.5, "aesthetic_quality": 1.0})
+    assert summary.categories["culture"].components == pytest.approx(
+        {"consistency": 2.0, "realism": 1.5, "aesthetic_quality": 1.0}
+    )
 
 
 def test_legacy_overall_is_none_when_a_category_has_no_score():
@@ -293,7 +306,9 @@ def test_verified_summary_by_hand():
     judgements.append(VerifiedJudgement(prompt_id=640, failure="parse"))
     summary = summarize_verified(judgements, expected=[*scores, 640, 700])
     means = {name: r.mean for name, r in summary.categories.items()}
-    assert means == pytest.approx({"culture": 0.75, "time": 0.5, "space": 1.0, "biology": 0.0, "physics": 1.0, "chemistry": 0.5})
+    assert means == pytest.approx(
+        {"culture": 0.75, "time": 0.5, "space": 1.0, "biology": 0.0, "physics": 1.0, "chemistry": 0.5}
+    )
     # 0.40*0.75 + 0.12*(0.5 + 1.0 + 0.0 + 1.0 + 0.5) = 0.30 + 0.36
     assert summary.overall == pytest.approx(0.66)
     assert summary.categories["space"].failures == {"parse": 1} and summary.categories["space"].scored == 1
