@@ -11,7 +11,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Union, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 from PIL import Image
@@ -36,7 +36,7 @@ CRITIC = "critic"
 DERIVED_ROLES: dict[str, str] = {CRITIC: JUDGE}
 
 #: One part of an interleaved prompt: text, or an image placed at that point.
-Part = Union[str, Image.Image]
+Part = str | Image.Image
 
 
 @dataclass
