@@ -197,3 +197,24 @@ def test_the_runner_reads_a_network_store_only_through_its_async_interface(pg_ur
         assert second["q"].output == first["q"].output
     finally:
         cache.close()
+
+
+def test_a_server_that_goes_away_fails_writes_with_storage_error_instead_of_hanging(tmp_path: Path) -> None:
+    from pg_server import PostgresServer
+
+    server = PostgresServer().start()
+    try:
+        cache = Cache(server.create_database("gone"), blobs=tmp_path / "blobs")
+        assert asyncio.run(cache.store("before", "compute", {"value": 1})) == {"value": 1}
+    finally:
+        server.stop()
+
+    async def write() -> None:  # bounded: a writer left waiting forever fails here instead of hanging
+        await asyncio.wait_for(cache.store("after", "compute", {"value": 2}), timeout=60)
+
+    try:
+        for _ in range(2):  # a fresh loop each time: its connections must be made, and fail
+            with pytest.raises(StorageError):
+                asyncio.run(write())
+    finally:
+        cache.close()

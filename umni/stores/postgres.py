@@ -27,6 +27,12 @@ from .base import StoredRow, chunks, decode_row, encode_output, row_checksum
 
 __all__ = ["PostgresResults", "redact"]
 
+#: Most writes committed in one transaction.
+MAX_BATCH = 512
+
+#: A queued write: key, kind, output text, provenance text, and the future its writer awaits.
+_Pending = tuple[str, str, str, "str | None", "asyncio.Future[dict[str, Any] | None]"]
+
 #: Any constant distinct from other users' advisory locks: serialises schema creation.
 _SCHEMA_LOCK = 0x756D6E69  # "umni"
 
@@ -77,8 +83,8 @@ class PostgresResults:
                 for statement in _SCHEMA:
                     self._sync.execute(statement)
         self._conns: dict[asyncio.AbstractEventLoop, tuple[Any, Any]] = {}  # loop -> (reader, writer)
-        self._pending: list[tuple[str, str, str, str | None, asyncio.Future[dict[str, Any] | None]]] = []
-        self._flushing: asyncio.Task[None] | None = None
+        self._pending: dict[asyncio.AbstractEventLoop, list[_Pending]] = {}
+        self._flushing: dict[asyncio.AbstractEventLoop, asyncio.Task[None]] = {}
         self.commits = 0
 
     @contextmanager
@@ -149,21 +155,23 @@ class PostgresResults:
     ) -> dict[str, Any]:
         loop = asyncio.get_running_loop()
         done: asyncio.Future[dict[str, Any] | None] = loop.create_future()
-        text = encode_output(output)
-        self._pending.append(
-            (key, kind, text, json.dumps(dict(provenance), sort_keys=True) if provenance else None, done)
-        )
-        if self._flushing is None or self._flushing.done() or self._flushing.get_loop() is not loop:
-            self._flushing = loop.create_task(self._flush())
+        prov = json.dumps(dict(provenance), sort_keys=True) if provenance else None
+        self._pending.setdefault(loop, []).append((key, kind, encode_output(output), prov, done))
+        task = self._flushing.get(loop)
+        if task is None or task.done():
+            self._flushing[loop] = loop.create_task(self._flush(loop))
         winner = await done
         return dict(output) if winner is None else winner
 
-    async def _flush(self) -> None:
-        """The writer task: commit what is queued, then what was queued meanwhile, until none is."""
-        _, writer = await self._connections()
-        while self._pending:
-            batch, self._pending = self._pending, []
+    async def _flush(self, loop: asyncio.AbstractEventLoop) -> None:
+        """The writer task: commit what is queued, then what was queued meanwhile, until none is.
+        A fault reaches every waiting writer (never a writer left waiting forever)."""
+        pending = self._pending.setdefault(loop, [])
+        while pending:
+            batch = pending[:MAX_BATCH]
+            del pending[:MAX_BATCH]
             try:
+                _, writer = await self._connections()
                 with self._guard():
                     async with writer.transaction():
                         winners = await self._write_batch(writer, [item[:4] for item in batch])
@@ -264,9 +272,10 @@ class PostgresResults:
 
     # ------------------------------------------------------------------ close
     async def close(self) -> None:
-        if self._flushing is not None and not self._flushing.done():
-            await self._flushing
         loop = asyncio.get_running_loop()
+        task = self._flushing.pop(loop, None)
+        if task is not None and not task.done():
+            await task
         pair = self._conns.pop(loop, None)
         for conn in pair or ():
             await conn.close()
