@@ -93,7 +93,7 @@ class WiseOptions(BaseModel):
     rewrite: bool = Field(False, description="legacy set only: generate from the *_rewrite.json explicit prompts")
     judge_thinking: Literal["off", "server"] | None = Field(
         None,
-        description="off: ask the judge server to think not (chat_template_kwargs, as the verified script does; "
+        description="off: turn the judge's thinking off through chat_template_kwargs (as the verified script does; "
         "vLLM/SGLang); server: send nothing (hosted APIs that refuse the field); default: off for verified "
         "scoring, server for legacy (whose script called a hosted API)",
     )
