@@ -18,7 +18,9 @@ Extra body fields: ``extra_body`` is a JSON object merged into every JSON reques
 generation; image edits get its scalar values as form fields), for what a server takes beyond the
 common API, e.g. ``extra_body={"chat_template_kwargs":{"enable_thinking":false}}`` for vLLM/SGLang or
 a vendor's own options. A node can ask for more (``RequestOptions.extra_body``, with its system
-message and temperature); nested objects are merged, the spec winning where both set a field.
+message and temperature); nested objects are merged, the spec winning where both set a field. A
+node's ``chat_template_kwargs`` is not sent to OpenAI's own API (api.openai.com), which has no chat
+templates and refuses the field.
 Fields umni builds itself (``model``, ``messages``, the token limit, ``seed``…) are refused there:
 they have their own parameters.
 
@@ -112,6 +114,12 @@ RESERVED_FIELDS = frozenset(
         "image[]",
     }
 )
+
+#: Request fields only self-hosted servers understand (vLLM and SGLang apply the model's chat template
+#: themselves); OpenAI's own API has no such thing and refuses them, so a node's request for them is
+#: not sent there (a spec's extra_body still is: the user asked for it by name).
+SELF_HOSTED_FIELDS = frozenset({"chat_template_kwargs"})
+OPENAI_API_HOST = "api.openai.com"
 
 #: Parameters that change only how the server is reached or how many calls run at once.
 CONNECTION_PARAMS = frozenset({"base_url", "api_key_env", "roles", "connect_timeout", "token_field"})
@@ -326,6 +334,8 @@ class OpenAIBackend(Backend):
             except ValueError as exc:
                 raise ConfigError(str(exc)) from None
             extra = _merged(extra, options.extra_body)
+            if self.host == OPENAI_API_HOST:
+                extra = {k: v for k, v in extra.items() if k not in SELF_HOSTED_FIELDS}
         extra = _merged(extra, self.extra_body)
         body.update(extra)
         return body
