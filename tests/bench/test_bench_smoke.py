@@ -26,7 +26,7 @@ def test_smoke_suite_runs_and_reports(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     results = {r["name"]: r for r in json.loads(out.read_text())}
-    assert set(results) == {"engine_overhead", "latency_hiding", "module_swap", "scale", "local_batching"}
+    assert set(results) == {"engine_overhead", "latency_hiding", "module_swap", "scale", "local_batching", "inspect_compare", "stores"}
     for result in results.values():
         assert "error" not in result
         assert result["mode"] == "smoke"
@@ -55,4 +55,8 @@ def test_smoke_suite_runs_and_reports(tmp_path: Path) -> None:
     if "skipped" not in batching:
         assert batching["batched_calls"] == 1 and batching["sequential_calls"] == 2
         assert batching["max_pixel_difference"] <= 1
-    assert "umni benchmarks" in done.stdout
+    stores = results["stores"]
+    assert stores["params"]["nodes"] == 4 * (9 + 1)
+    for store in ("sqlite", "postgresql"):  # PostgreSQL's server binaries are part of the test setup
+        assert stores[store]["computed_us_per_node"] > 0 and stores[store]["cached_us_per_node"] > 0
+        assert "umni benchmarks" in done.stdout
