@@ -18,12 +18,13 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from jinja2 import Environment, PackageLoader, select_autoescape  # noqa: E402
 
-from .artifacts import BlobStore, atomic_write_text  # noqa: E402
+from .artifacts import atomic_write_text  # noqa: E402
 from .caseio import read_results_jsonl  # noqa: E402
 from .completion import require_complete  # noqa: E402
 from .leaderboard import Table, build_tables, run_label  # noqa: E402
 from .protocol import get_protocol  # noqa: E402
 from .report import export_image, format_cell  # noqa: E402
+from .stores import run_blobs  # noqa: E402
 
 _env = Environment(loader=PackageLoader("umni", "templates"), autoescape=select_autoescape(default=True))
 _env.filters["cell"] = format_cell
@@ -68,11 +69,11 @@ def write_sweep_report(out: Path, results: list[Any]) -> Path:
     cases: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for result in results:
         protocol = get_protocol(result.summary["protocol"])
-        blobs = BlobStore(Path(json.loads((Path(result.out) / "run.json").read_text())["cache"]) / "blobs")
+        blobs = run_blobs(json.loads((Path(result.out) / "run.json").read_text()))
         for record in _records(Path(result.out)):
             panels = []
             for view in protocol.views(record):
-                src = export_image(out, view.image, blobs) if view.image else None
+                src = export_image(out, view.image, blobs) if view.image and blobs is not None else None
                 panels.append({"view": view, "src": src})
             key = (result.summary["protocol"], record["case_id"])
             report_link = Path(result.out).resolve().relative_to(out.resolve()) / "report.html" if Path(result.out).resolve().is_relative_to(out.resolve()) else None

@@ -37,6 +37,7 @@ from PIL import Image
 from .artifacts import BlobStore
 from .errors import InputError
 from .leaderboard import Run, build_tables, find_runs, label_runs, run_coverage
+from .stores import run_blobs
 
 THUMB_SIDE = 256
 #: Thumbnails kept in memory by the server (about 20 KiB each).
@@ -138,10 +139,10 @@ class ViewerData:
         if manifest is None or not manifest.exists():
             return None
         try:
-            cache = json.loads(manifest.read_text()).get("cache")
+            data = json.loads(manifest.read_text())
         except json.JSONDecodeError:
             return None
-        return BlobStore(Path(cache) / "blobs") if cache else None
+        return run_blobs(data) if isinstance(data, dict) else None  # a --blobs or --cache URL too
 
     @staticmethod
     def _views(protocol: Any, record: dict[str, Any]) -> list[Any]:

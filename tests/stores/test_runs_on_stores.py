@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -157,3 +158,17 @@ def test_a_sweep_shares_one_store_given_by_url(tmp_path: Path, pg_url: str, caps
         cache.close()
     assert len(rows) == 2 * NODES_PER_CASE  # both runs' nodes (two bindings: no key in common) in PostgreSQL
     assert any((tmp_path / "blobs").rglob("*.png"))
+
+
+def test_viewer_and_sweep_report_find_images_in_a_blob_store_given_by_url(tmp_path: Path) -> None:
+    from umni.viewer import ViewerData
+
+    out = tmp_path / "run"
+    blobs = tmp_path / "elsewhere"
+    run(out, ["--cache", f"sqlite://{tmp_path / 'one.db'}", "--blobs", f"file://{blobs}"], limit=1)
+    shas = sorted(
+        set(re.findall(r"[0-9a-f]{64}", (out / "results.jsonl").read_text())) & {p.stem for p in blobs.rglob("*.png")}
+    )
+    assert len(shas) == 3  # the case's generated and edited images, all in --blobs
+    viewer = ViewerData([out])
+    assert all(viewer.image(sha, thumb=False) == next(blobs.rglob(f"{sha}.png")).read_bytes() for sha in shas)

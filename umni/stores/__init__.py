@@ -24,7 +24,7 @@ from .provenance import process_provenance
 
 __all__ = [
     "ResultStore", "StoredRow", "row_checksum", "process_provenance", "open_results", "open_blobs",
-    "register_blob_scheme", "is_url", "describe",
+    "register_blob_scheme", "is_url", "describe", "run_blobs",
 ]  # fmt: skip
 
 _BLOB_SCHEMES: dict[str, Callable[[str], Any]] = {}
@@ -102,3 +102,25 @@ def describe(location: str | Path) -> str:
 
         return redact(str(location))
     return str(location)
+
+
+def run_blobs(manifest: dict[str, Any]) -> Any | None:
+    """The blob store a run directory's images live in, from its run.json (`blobs`, else the one
+    its `cache` implies; a PostgreSQL cache without `blobs` used the user cache dir's). None when
+    the manifest names neither or the store cannot be opened (readers then show no images)."""
+    try:
+        if manifest.get("blobs"):
+            return open_blobs(manifest["blobs"])
+        cache = manifest.get("cache")
+        if not cache:
+            return None
+        scheme = _scheme(cache)
+        if scheme in ("", "sqlite"):
+            return BlobStore(sqlite_layout(cache)[1])
+        if scheme in ("postgresql", "postgres"):
+            from ..evaluation import default_cache_dir
+
+            return BlobStore(default_cache_dir() / "blobs")
+    except Exception:  # an unknown scheme or an unreadable folder: no images, not a crash
+        return None
+    return None
