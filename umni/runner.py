@@ -61,6 +61,17 @@ def _storage_fault(group: BaseExceptionGroup) -> StorageError | None:
     return None
 
 
+def _one_error(group: BaseExceptionGroup) -> BaseException:
+    """What a run that stopped raises: a disk fault, or a lone umni error (a case graph that does
+    not validate, say), as one line; anything else as the group it came in."""
+    fault = _storage_fault(group)
+    if fault is not None:
+        return fault
+    if len(group.exceptions) == 1 and isinstance(group.exceptions[0], UmniError):
+        return group.exceptions[0]
+    return group
+
+
 def _failed(nid: str, kind: str, message: str, attempts: int = 1, raw: str | None = None) -> Outcome:
     return Outcome(nid, "failed", failure=Failure(kind, message, attempts, raw=raw))
 
@@ -99,6 +110,14 @@ class _Lane:
         self.running = 0
         self.waiting: list[tuple[tuple[int, int], int, Callable[[], Awaitable[None]]]] = []
 
+    def submit(self, tg: anyio.abc.TaskGroup, priority: tuple[int, int], seq: int, task: Callable[[], Awaitable[None]]) -> None:
+        """Start `task` now if a slot is free, else queue it by priority (earliest case first)."""
+        if self.running < self.limit:
+            self.running += 1
+            tg.start_soon(self.drain, task)
+        else:
+            heapq.heappush(self.waiting, (priority, seq, task))
+
     async def drain(self, task: Callable[[], Awaitable[None]]) -> None:
         """Run `task`, then the waiting ones in priority order, while this slot is held."""
         while True:
@@ -120,6 +139,15 @@ class LanePool:
         self.inflight: dict[str, list[tuple[Runner, _CaseRun, str]]] = {}
         #: tie-break of equal priorities in the lanes; shared, since the lanes are (never compare tasks)
         self.seq = itertools.count()
+
+    def lanes_for(self, bindings: Bindings, concurrency: int | None) -> dict[int, _Lane]:
+        """The lane of each bound backend (by id): its own `concurrency` option when its spec sets
+        one, else the run's `concurrency`, else the backend's default."""
+        lanes = {}
+        for backend in bindings.unique():
+            limit = backend.concurrency if "concurrency" in backend.spec.options or concurrency is None else concurrency
+            lanes[id(backend)] = self.lane(backend, limit)
+        return lanes
 
     def lane(self, backend: Backend, limit: int) -> _Lane:
         if id(backend) not in self._lanes:
@@ -162,10 +190,7 @@ class Runner:
         self.frozen_roles = frozen_roles
         self.phase = phase
         pool = lanes or LanePool()
-        self._lanes: dict[int, _Lane] = {}
-        for backend in bindings.unique():
-            limit = backend.concurrency if "concurrency" in backend.spec.options or concurrency is None else concurrency
-            self._lanes[id(backend)] = pool.lane(backend, limit)
+        self._lanes = pool.lanes_for(bindings, concurrency)
         self._compute_lane = pool.compute
         total = sum(l.limit for l in self._lanes.values()) or 1
         self.window = window or max(32, 4 * total)
@@ -195,12 +220,7 @@ class Runner:
                 # another runner (a sweep's other run) is doing, with no task of ours running.
                 await self._all_done.wait()
         except BaseExceptionGroup as group:
-            fault = _storage_fault(group)
-            if fault is not None:
-                raise fault from None
-            if len(group.exceptions) == 1 and isinstance(group.exceptions[0], UmniError):
-                raise group.exceptions[0] from None  # e.g. a case graph that does not validate: one line
-            raise
+            raise _one_error(group) from None
         return self.stats
 
     async def run_graph(self, graph: Graph) -> CaseResult[Any]:
@@ -261,8 +281,12 @@ class Runner:
             self._draining = False
 
     def _start(self, run: _CaseRun, nid: str) -> None:
+        self._guarded(run, nid, lambda: self._start_node(run, run.graph.nodes[nid]))
+
+    def _guarded(self, run: _CaseRun, nid: str, step: Callable[[], Outcome | None]) -> None:
+        """Take a node a step on; what the step settles (an outcome) finishes the node."""
         try:
-            outcome = self._start_node(run, run.graph.nodes[nid])
+            outcome = step()
         except StorageError:
             raise
         except Exception as exc:  # a bug met while preparing this node: this node's failure only
@@ -277,13 +301,8 @@ class Runner:
         blocked = _blocked_by(run, node)
         if blocked is not None:
             return Outcome(node.id, blocked)
-        if node.when is not None:
-            try:
-                go = bool(node.when(**self.inputs.values(run.outcomes, node.inputs), **self.inputs.values(run.outcomes, node.gate)))
-            except Exception as exc:  # a condition that crashes is a bug in the graph: record it
-                return _failed(node.id, "internal", f"condition failed: {exc!r}")
-            if not go:
-                return Outcome(node.id, "skipped")
+        if node.when is not None and (gated := _gate(self.inputs, run, node)) is not None:
+            return gated
         kind = get_kind(node.kind)
         backend = self.bindings[node.role] if node.role else None
         key = _key(node, backend, lambda: self.inputs.fingerprints(run.outcomes, node), self.seed)
@@ -299,14 +318,7 @@ class Runner:
     async def _look_up(self, run: _CaseRun, node: Node, key: str, kind: Kind, backend: Backend | None, policy: CachePolicy) -> None:
         """The cache lookup of a network store, off the scheduling path; then settle as `_start` does."""
         hit = await self.cache.lookup(key)
-        try:
-            outcome = self._settle(run, node, key, kind, backend, policy, hit)
-        except StorageError:
-            raise
-        except Exception as exc:  # a bug met while preparing this node: this node's failure only
-            outcome = _failed(node.id, "internal", f"{type(exc).__name__}: {exc}")
-        if outcome is not None:
-            self._finish(run, outcome)
+        self._guarded(run, node.id, lambda: self._settle(run, node, key, kind, backend, policy, hit))
 
     def _settle(self, run: _CaseRun, node: Node, key: str, kind: Kind, backend: Backend | None, policy: CachePolicy,
                 hit: dict[str, Any] | None) -> Outcome | None:
@@ -328,11 +340,7 @@ class Runner:
         async def task() -> None:
             await self._execute(run, node, key, kind, backend, policy)
 
-        if lane.running < lane.limit:
-            lane.running += 1
-            self._tg.start_soon(lane.drain, task)
-        else:
-            heapq.heappush(lane.waiting, ((run.job.position, run.order[node.id]), next(self._seq), task))
+        lane.submit(self._tg, (run.job.position, run.order[node.id]), next(self._seq), task)
         return None
 
     def _finish(self, run: _CaseRun, outcome: Outcome) -> None:
@@ -420,6 +428,17 @@ def _failure(nid: str, exc: Exception, attempts: int) -> Outcome:
         return _failed(nid, "input", exc.describe(), attempts)
     # a backend or compute bug: recorded against this node, the run goes on
     return _failed(nid, "internal", f"{type(exc).__name__}: {exc}", attempts)
+
+
+def _gate(inputs: InputReader, run: _CaseRun, node: Node) -> Outcome | None:
+    """Evaluate the node's `when` condition: None to go on, else its outcome (skipped, or failed
+    when the condition itself raised: a bug in the graph, recorded)."""
+    assert node.when is not None
+    try:
+        go = bool(node.when(**inputs.values(run.outcomes, node.inputs), **inputs.values(run.outcomes, node.gate)))
+    except Exception as exc:
+        return _failed(node.id, "internal", f"condition failed: {exc!r}")
+    return None if go else Outcome(node.id, "skipped")
 
 
 def _blocked_by(run: _CaseRun, node: Node) -> Status | None:
