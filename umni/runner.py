@@ -386,7 +386,7 @@ class Runner:
         else:
             try:
                 if policy.write:  # the row that won (another process may have stored this key first)
-                    output = await self.cache.store(key, node.kind, output, replace=not policy.read)
+                    output = await self.cache.store(key, node.kind, output, replace=not policy.read, backend=backend)
                 outcome = Outcome(node.id, "computed", output=output, fingerprint=kind.fingerprint(output))
             except StorageError:
                 raise

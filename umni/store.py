@@ -65,6 +65,7 @@ class Cache:
         self.inline_reads = bool(getattr(self.results, "inline_reads", False))
         #: stored with every result, never part of a key (see umni.stores.provenance)
         self.provenance = process_provenance()
+        self._by_backend: dict[int, tuple[Any, dict[str, Any]]] = {}
 
     # -- async: what the runner calls, so a network store never stalls scheduling
     async def lookup(self, key: str) -> dict[str, Any] | None:
@@ -73,12 +74,30 @@ class Cache:
     async def lookup_many(self, keys: list[str]) -> dict[str, dict[str, Any]]:
         return await self.results.get_many(keys)
 
-    async def store(self, key: str, kind: str, output: dict[str, Any], *, replace: bool = False) -> dict[str, Any]:
+    async def store(
+        self, key: str, kind: str, output: dict[str, Any], *, replace: bool = False, backend: Any = None
+    ) -> dict[str, Any]:
         """Store `output` unless another process already stored this key; the winner comes back.
-        `replace` overwrites instead (a node that does not read the cache refreshes its row)."""
+        `replace` overwrites instead (a node that does not read the cache refreshes its row).
+        `backend`, the one that made it, adds its spec and device to the row's provenance."""
+        provenance = self.provenance if backend is None else self._backend_provenance(backend)
         if replace:
-            return await asyncio.to_thread(self.results.put_now, key, kind, output, replace=True, provenance=self.provenance)
-        return await self.results.put_if_absent(key, kind, output, self.provenance)
+            return await asyncio.to_thread(self.results.put_now, key, kind, output, replace=True, provenance=provenance)
+        return await self.results.put_if_absent(key, kind, output, provenance)
+
+    def _backend_provenance(self, backend: Any) -> dict[str, Any]:
+        """The process's provenance plus the backend's spec, device and dtype (a process may hold
+        models on several devices); made once per backend."""
+        made = self._by_backend.get(id(backend))
+        if made is None or made[0] is not backend:
+            info = dict(self.provenance)
+            info["backend"] = str(getattr(backend, "spec", type(backend).__name__))
+            for name in ("device", "dtype"):
+                value = getattr(backend, name, None)
+                if value is not None:
+                    info[name] = str(value)
+            made = self._by_backend[id(backend)] = (backend, info)
+        return made[1]
 
     # -- synchronous API (tests, tools, code outside an event loop)
     def get(self, key: str) -> dict[str, Any] | None:
@@ -161,7 +180,9 @@ class RunStore:
     def _rows(self) -> list[tuple[str, int, int, str]]:
         """Every row, verified; one that fails its checksum stops everything, naming the file."""
         with storage_guard(self.path):
-            rows = self.db.execute("SELECT case_id, position, complete, record, checksum FROM cases ORDER BY position").fetchall()
+            rows = self.db.execute(
+                "SELECT case_id, position, complete, record, checksum FROM cases ORDER BY position"
+            ).fetchall()
         for case_id, position, complete, record, checksum in rows:
             if checksum != row_checksum(case_id, position, complete, record):
                 raise StorageError(
@@ -178,26 +199,36 @@ class RunStore:
     # directory whose run.json was deleted cannot be resumed by another command.
     def made_by(self) -> str | None:
         with storage_guard(self.path):
-            self.db.execute("CREATE TABLE IF NOT EXISTS made_by (id INTEGER PRIMARY KEY CHECK (id = 1), identity TEXT NOT NULL)")
+            self.db.execute(
+                "CREATE TABLE IF NOT EXISTS made_by (id INTEGER PRIMARY KEY CHECK (id = 1), identity TEXT NOT NULL)"
+            )
             row = self.db.execute("SELECT identity FROM made_by WHERE id = 1").fetchone()
         return row[0] if row else None
 
     def set_made_by(self, identity: str) -> None:
         with storage_guard(self.path):
-            self.db.execute("CREATE TABLE IF NOT EXISTS made_by (id INTEGER PRIMARY KEY CHECK (id = 1), identity TEXT NOT NULL)")
+            self.db.execute(
+                "CREATE TABLE IF NOT EXISTS made_by (id INTEGER PRIMARY KEY CHECK (id = 1), identity TEXT NOT NULL)"
+            )
             self.db.execute("INSERT OR REPLACE INTO made_by(id, identity) VALUES (1, ?)", (identity,))
 
     def cumulative(self) -> dict[str, Any]:
         """Calls and usage of every earlier invocation into this directory ({} for a new one)."""
         with storage_guard(self.path):
-            self.db.execute("CREATE TABLE IF NOT EXISTS totals (id INTEGER PRIMARY KEY CHECK (id = 1), totals TEXT NOT NULL)")
+            self.db.execute(
+                "CREATE TABLE IF NOT EXISTS totals (id INTEGER PRIMARY KEY CHECK (id = 1), totals TEXT NOT NULL)"
+            )
             row = self.db.execute("SELECT totals FROM totals WHERE id = 1").fetchone()
         return json.loads(row[0]) if row else {}
 
     def set_cumulative(self, totals: dict[str, Any]) -> None:
         with storage_guard(self.path):
-            self.db.execute("CREATE TABLE IF NOT EXISTS totals (id INTEGER PRIMARY KEY CHECK (id = 1), totals TEXT NOT NULL)")
-            self.db.execute("INSERT OR REPLACE INTO totals(id, totals) VALUES (1, ?)", (json.dumps(totals, sort_keys=True),))
+            self.db.execute(
+                "CREATE TABLE IF NOT EXISTS totals (id INTEGER PRIMARY KEY CHECK (id = 1), totals TEXT NOT NULL)"
+            )
+            self.db.execute(
+                "INSERT OR REPLACE INTO totals(id, totals) VALUES (1, ?)", (json.dumps(totals, sort_keys=True),)
+            )
 
     def has_rows(self) -> bool:
         with storage_guard(self.path):

@@ -218,3 +218,26 @@ def test_a_server_that_goes_away_fails_writes_with_storage_error_instead_of_hang
                 asyncio.run(write())
     finally:
         cache.close()
+
+
+def test_provenance_names_the_backend_and_its_device(tmp_path: Path) -> None:
+    from umni.bindings import Bindings
+    from umni.graph import Graph
+    from umni.runner import Runner
+    from umni.spec import Spec
+    from umni_adapters.sim import SimBackend
+
+    class OnSecondGpu(SimBackend):  # the reference backend, placed as a local model would be
+        device = "cuda:1"
+        dtype = "bfloat16"
+
+    g = Graph("case-1")
+    g.generate("draw", ["a red cube"])
+    cache = Cache(tmp_path / "cache")
+    try:
+        asyncio.run(Runner(Bindings({"generate": OnSecondGpu(Spec.parse("sim/umm"))}), cache).run_graph(g))
+        (row,) = list(cache.results.rows())
+        provenance = json.loads(row.provenance)
+        assert (provenance["backend"], provenance["device"], provenance["dtype"]) == ("sim/umm", "cuda:1", "bfloat16")
+    finally:
+        cache.close()
