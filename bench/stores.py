@@ -15,10 +15,12 @@ import asyncio
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from umni.bindings import Bindings
+from umni.graph import Graph
 from umni.runner import CaseJob, Runner
 from umni.store import Cache
 
@@ -35,13 +37,17 @@ def _server() -> Any:
     return PostgresServer(durable=True).start()
 
 
-async def _engine(cache: Cache, graphs: list[Any]) -> dict[str, float]:
+def _builder(graph: Graph) -> Callable[[], Graph]:
+    return lambda: graph
+
+
+async def _engine(cache: Cache, graphs: list[Graph]) -> dict[str, float]:
     bindings = Bindings({"understand": NullBackend()})
     nodes = sum(len(g.nodes) for g in graphs)
     timings: dict[str, float] = {}
     for label in ("computed", "cached"):
         runner = Runner(bindings, cache)
-        jobs = [CaseJob(i, g.case_id, lambda g=g: g) for i, g in enumerate(graphs)]
+        jobs = [CaseJob(i, g.case_id, _builder(g)) for i, g in enumerate(graphs)]
         started = time.perf_counter()
         stats = await runner.run(jobs)
         timings[f"{label}_us_per_node"] = (time.perf_counter() - started) / nodes * 1e6
