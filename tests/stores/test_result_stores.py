@@ -241,3 +241,19 @@ def test_provenance_names_the_backend_and_its_device(tmp_path: Path) -> None:
         assert (provenance["backend"], provenance["device"], provenance["dtype"]) == ("sim/umm", "cuda:1", "bfloat16")
     finally:
         cache.close()
+
+
+def test_many_first_lookups_at_once_share_one_connection(pg_url: str, tmp_path: Path) -> None:
+    """300 lookups started together on a fresh event loop (a run's first wave of nodes) must not
+    each open connections: the test server allows 200 clients."""
+    cache = Cache(pg_url, blobs=tmp_path / "blobs")
+    cache.put_if_absent("k7", "compute", {"value": 7})
+
+    async def wave() -> list[dict | None]:
+        return await asyncio.gather(*(cache.lookup(f"k{i}") for i in range(300)))
+
+    try:
+        found = asyncio.run(wave())
+        assert found[7] == {"value": 7} and sum(f is not None for f in found) == 1
+    finally:
+        cache.close()

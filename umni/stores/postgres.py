@@ -83,6 +83,7 @@ class PostgresResults:
                 for statement in _SCHEMA:
                     self._sync.execute(statement)
         self._conns: dict[asyncio.AbstractEventLoop, tuple[Any, Any]] = {}  # loop -> (reader, writer)
+        self._opening: dict[asyncio.AbstractEventLoop, asyncio.Task[tuple[Any, Any]]] = {}
         self._pending: dict[asyncio.AbstractEventLoop, list[_Pending]] = {}
         self._flushing: dict[asyncio.AbstractEventLoop, asyncio.Task[None]] = {}
         self.commits = 0
@@ -100,16 +101,30 @@ class PostgresResults:
             raise
 
     async def _connections(self) -> tuple[Any, Any]:
+        """This event loop's (reader, writer) connections, opened once: the first caller opens
+        them and every caller meanwhile awaits the same opening (a run's first wave of lookups
+        must not open a connection each)."""
         loop = asyncio.get_running_loop()
         pair = self._conns.get(loop)
-        if pair is None:
-            for dead in [lp for lp in self._conns if lp.is_closed()]:
-                for conn in self._conns.pop(dead):
-                    conn.pgconn.finish()
-            with self._guard():
-                reader = await self._pg.AsyncConnection.connect(self._dsn, autocommit=True)
-                writer = await self._pg.AsyncConnection.connect(self._dsn, autocommit=True)
-            pair = self._conns[loop] = (reader, writer)
+        if pair is not None:
+            return pair
+        opening = self._opening.get(loop)
+        if opening is None:
+            opening = self._opening[loop] = loop.create_task(self._open(loop))
+        try:
+            return await asyncio.shield(opening)
+        finally:
+            if opening.done():
+                self._opening.pop(loop, None)
+
+    async def _open(self, loop: asyncio.AbstractEventLoop) -> tuple[Any, Any]:
+        for dead in [lp for lp in self._conns if lp.is_closed()]:
+            for conn in self._conns.pop(dead):
+                conn.pgconn.finish()
+        with self._guard():
+            reader = await self._pg.AsyncConnection.connect(self._dsn, autocommit=True)
+            writer = await self._pg.AsyncConnection.connect(self._dsn, autocommit=True)
+        pair = self._conns[loop] = (reader, writer)
         return pair
 
     # ------------------------------------------------------------------ reads
