@@ -23,7 +23,7 @@ from pydantic import (
 )
 
 from .errors import ConfigError
-from .roles import ALL_ROLES
+from .roles import known_roles
 from .spec import Spec
 
 
@@ -165,6 +165,6 @@ def create_backend(spec: Spec) -> Backend:
 
 
 def check_roles(roles: frozenset[str] | set[str]) -> None:
-    unknown = set(roles) - set(ALL_ROLES)
+    unknown = set(roles) - set(known_roles())
     if unknown:
-        raise ConfigError(f"unknown role(s) {sorted(unknown)}; known roles: {', '.join(ALL_ROLES)}")
+        raise ConfigError(f"unknown role(s) {sorted(unknown)}; known roles: {', '.join(known_roles())}")

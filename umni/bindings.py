@@ -11,7 +11,7 @@ from typing import Any
 
 from .backends import Backend, create_backend
 from .errors import ConfigError
-from .roles import ALL_ROLES, DERIVED_ROLES, ROLE_INTERFACE
+from .roles import DERIVED_ROLES, known_roles, role_interface
 from .spec import Spec, parse_role_binding
 
 
@@ -45,8 +45,8 @@ class Bindings:
                 bound[role] = backend
         for item in roles:
             role, spec = parse_role_binding(item) if isinstance(item, str) else item
-            if role not in ALL_ROLES and role not in DERIVED_ROLES:
-                raise ConfigError(f"unknown role '{role}'; known roles: {', '.join((*ALL_ROLES, *DERIVED_ROLES))}")
+            if role not in known_roles() and role not in DERIVED_ROLES:
+                raise ConfigError(f"unknown role '{role}'; known roles: {', '.join((*known_roles(), *DERIVED_ROLES))}")
             backend = instance(spec)
             if DERIVED_ROLES.get(role, role) not in backend.fills():
                 raise ConfigError(
@@ -54,7 +54,8 @@ class Bindings:
                 )
             bound[role] = backend
         for role, backend in bound.items():
-            if not isinstance(backend, ROLE_INTERFACE[DERIVED_ROLES.get(role, role)]):
+            interface = role_interface(DERIVED_ROLES.get(role, role))
+            if interface is None or not isinstance(backend, interface):
                 raise ConfigError(f"backend '{backend.spec}' claims role '{role}' but lacks its methods")
         return cls(bound)
 

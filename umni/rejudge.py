@@ -15,11 +15,11 @@ import anyio
 
 from .caseio import read_json
 from .completion import require_complete
-from .errors import InputError
 from .config import RunConfig
+from .errors import InputError
 from .evaluation import RunResult, evaluate_async, prepare
 from .protocol import get_protocol
-from .roles import ALL_ROLES, CRITIC, DERIVED_ROLES, JUDGE
+from .roles import CRITIC, DERIVED_ROLES, JUDGE, known_roles
 from .spec import Spec
 
 
@@ -66,5 +66,5 @@ def rejudge(run: Path, judge: str, out: Path | None = None, *, concurrency: int 
         raise InputError(f"protocol '{request.protocol}' has no judge, so there is nothing to re-judge", path=run)
     prepared = prepare(request)
     lineage = {"rejudged_from": str(Path(run).resolve()), "judges": {"original": old_judge, "new": new_bindings[JUDGE]}}
-    frozen = (frozenset(ALL_ROLES) | frozenset(DERIVED_ROLES)) - {JUDGE}
+    frozen = (frozenset(known_roles()) | frozenset(DERIVED_ROLES)) - {JUDGE}
     return anyio.run(lambda: evaluate_async(request, prepared, frozen_roles=frozen, lineage=lineage))

@@ -227,6 +227,24 @@ ROLE_INTERFACE: dict[str, type] = {
 }
 
 
+def known_roles() -> tuple[str, ...]:
+    """Every role a binding may fill: the model roles and each registered tool role
+    (`umni.kinds.tools`: a new tool role is one module there)."""
+    from .kinds.tools import known_tools
+
+    return ALL_ROLES + tuple(sorted(set(known_tools()) - set(ALL_ROLES)))
+
+
+def role_interface(role: str) -> type | None:
+    """The interface a backend bound to `role` must implement (None: no such role)."""
+    if role in ROLE_INTERFACE:
+        return ROLE_INTERFACE[role]
+    from .kinds.tools import find_tool
+
+    tool = find_tool(role)
+    return tool.interface if tool is not None else None
+
+
 def option_letter(index: int) -> str:
     """A, B, C, … for option 0, 1, 2, …"""
     return chr(ord("A") + index)

@@ -4,7 +4,8 @@ a new kind or tool role added from one module, and typed handles passed on with 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, runtime_checkable
+from typing import Protocol as TypingProtocol
 
 import anyio
 import pytest
@@ -19,7 +20,9 @@ from umni.kinds import Kind, KindContext, known_kinds, register
 from umni.kinds.tools import ToolRole, known_tools, register_tool
 from umni.outcomes import CaseResult
 from umni.policy import CachePolicy, RetryPolicy
+from umni.roles import known_roles, role_interface
 from umni.runner import Runner
+from umni.spec import Spec
 from umni.store import Cache
 
 FAST_RETRY = RetryPolicy(max_attempts=4, initial_wait=0.001, max_wait=0.01, jitter=0.0)
@@ -172,22 +175,39 @@ class CountWords(Kind):
         return CountOutput(value=sum(len(p.split()) for p in ctx.parts() if isinstance(p, str)))
 
 
+@runtime_checkable
+class MeasuresBrightness(TypingProtocol):
+    async def brightness(self, image: Image.Image) -> float: ...
+
+
 class Brightness(ToolRole):
     name = "brightness_test"
+    interface = MeasuresBrightness
 
     async def run(self, ctx: KindContext, image: Image.Image) -> Any:
         return await ctx.call(lambda: ctx.backend.brightness(image))
 
 
 class BrightnessBackend(ScriptedBackend):
-    roles = frozenset({"generate"})
+    roles = frozenset({"generate", "brightness_test"})
 
     async def brightness(self, image: Image.Image) -> float:
         await self._enter("brightness")
         return float(sum(image.convert("L").getdata())) / (image.width * image.height)
 
 
-def test_a_kind_registered_from_one_module_runs_and_caches(tmp_path):
+@pytest.fixture
+def registries(monkeypatch):
+    """Kinds and tool roles registered by a test are gone after it."""
+    import umni.kinds
+    import umni.kinds.tools
+
+    known_kinds(), known_tools()  # the built-in ones are loaded first
+    monkeypatch.setattr(umni.kinds, "_KINDS", dict(umni.kinds._KINDS))
+    monkeypatch.setattr(umni.kinds.tools, "_TOOLS", dict(umni.kinds.tools._TOOLS))
+
+
+def test_a_kind_registered_from_one_module_runs_and_caches(tmp_path, registries):
     register(CountWords())
     cache = Cache(tmp_path)
 
@@ -204,20 +224,19 @@ def test_a_kind_registered_from_one_module_runs_and_caches(tmp_path):
     assert run(Runner(bind(backend), cache), graph())["n"].status == "cached"
 
 
-def test_a_tool_role_registered_from_one_module_runs(tmp_path, monkeypatch):
-    import umni.roles as R
-
+def test_a_tool_role_registered_from_one_module_is_bound_and_runs(tmp_path, registries):
+    with pytest.raises(ConfigError, match="unknown role 'brightness_test'"):
+        Bindings.from_specs(roles=[("brightness_test", Spec.parse("test-light/a"))])
     register_tool(Brightness())
-    # binding an unknown role is refused by umni.bindings; the new role's interface is declared there
-    monkeypatch.setattr(R, "ALL_ROLES", (*R.ALL_ROLES, "brightness_test"))
-    monkeypatch.setitem(R.ROLE_INTERFACE, "brightness_test", BrightnessBackend)
-    import umni.bindings
-
-    monkeypatch.setattr(umni.bindings, "ALL_ROLES", R.ALL_ROLES)
+    assert "brightness_test" in known_roles() and role_interface("brightness_test") is MeasuresBrightness
+    with pytest.raises(ConfigError, match="cannot fill role 'brightness_test'"):
+        Bindings.from_specs(roles=[("brightness_test", Spec.parse("scripted/m"))], shared={"scripted/m": ScriptedBackend()})
     backend = BrightnessBackend()
+    spec = str(backend.spec)
+    bindings = Bindings.from_specs(roles=[("generate", backend.spec), ("brightness_test", backend.spec)], shared={spec: backend})
     g = Graph("c")
     g.tool("light", "brightness_test", g.generate("draw", "a cube"))
-    out = run(Runner(Bindings({"generate": backend, "brightness_test": backend}), Cache(tmp_path)), g)
+    out = run(Runner(bindings, Cache(tmp_path)), g)
     assert out["light"].status == "computed" and 0.0 <= out["light"].output["value"] <= 255.0
     assert backend.calls == {"generate": 1, "brightness": 1}
 

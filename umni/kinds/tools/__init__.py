@@ -19,6 +19,8 @@ class ToolRole:
     returns the node's value (JSON: lists, numbers, strings)."""
 
     name: ClassVar[str]
+    #: The methods a backend bound to this role must have (a runtime-checkable Protocol class).
+    interface: ClassVar[type]
 
     async def run(self, ctx: KindContext, image: Image.Image) -> Any:
         raise NotImplementedError

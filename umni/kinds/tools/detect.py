@@ -7,12 +7,14 @@ from typing import Any
 
 from PIL import Image
 
+from ... import roles as R
 from ..base import KindContext
 from . import ToolRole, register_tool
 
 
 class Detect(ToolRole):
     name = "detect"
+    interface = R.ObjectDetector
 
     async def run(self, ctx: KindContext, image: Image.Image) -> Any:
         labels = list(ctx.node.params["labels"])

@@ -6,12 +6,14 @@ from typing import Any
 
 from PIL import Image
 
+from ... import roles as R
 from ..base import KindContext
 from . import ToolRole, register_tool
 
 
 class Embed(ToolRole):
     name = "embed"
+    interface = R.ImageEmbedder
 
     async def run(self, ctx: KindContext, image: Image.Image) -> Any:
         backend = ctx.backend

@@ -7,12 +7,14 @@ from typing import Any
 
 from PIL import Image
 
+from ... import roles as R
 from ..base import KindContext
 from . import ToolRole, register_tool
 
 
 class Ocr(ToolRole):
     name = "ocr"
+    interface = R.TextReader
 
     async def run(self, ctx: KindContext, image: Image.Image) -> Any:
         backend = ctx.backend
