@@ -15,6 +15,7 @@ hold other things.
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -84,6 +85,8 @@ class PostgresResults:
                     self._sync.execute(statement)
         self._conns: dict[asyncio.AbstractEventLoop, tuple[Any, Any]] = {}  # loop -> (reader, writer)
         self._opening: dict[asyncio.AbstractEventLoop, asyncio.Task[tuple[Any, Any]]] = {}
+        self._reads: dict[asyncio.AbstractEventLoop, list[tuple[str, asyncio.Future[dict[str, Any] | None]]]] = {}
+        self._reading: dict[asyncio.AbstractEventLoop, asyncio.Task[None]] = {}
         self._pending: dict[asyncio.AbstractEventLoop, list[_Pending]] = {}
         self._flushing: dict[asyncio.AbstractEventLoop, asyncio.Task[None]] = {}
         self.commits = 0
@@ -129,11 +132,39 @@ class PostgresResults:
 
     # ------------------------------------------------------------------ reads
     async def get(self, key: str) -> dict[str, Any] | None:
-        reader, _ = await self._connections()
-        with self._guard():
-            cur = await reader.execute("SELECT kind, output, checksum FROM umni_results WHERE key=%s", (key,))
-            row = await cur.fetchone()
-        return None if row is None else decode_row(key, *row)
+        """One key; lookups made while a query is out are answered together by the next one (a
+        reader task, as writes have a writer), so a wave of nodes costs a few round trips."""
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[dict[str, Any] | None] = loop.create_future()
+        self._reads.setdefault(loop, []).append((key, done))
+        task = self._reading.get(loop)
+        if task is None or task.done():
+            self._reading[loop] = loop.create_task(self._read(loop))
+        return await done
+
+    async def _read(self, loop: asyncio.AbstractEventLoop) -> None:
+        pending = self._reads.setdefault(loop, [])
+        while pending:
+            batch = pending[:MAX_BATCH]
+            del pending[:MAX_BATCH]
+            try:
+                found = await self.get_many([key for key, _ in batch])
+            except BaseException as exc:
+                for _, done in batch:
+                    if not done.done():
+                        done.set_exception(exc)
+                if not isinstance(exc, Exception):
+                    raise
+                continue
+            given: set[str] = set()
+            for key, done in batch:
+                if done.done():
+                    continue
+                value = found.get(key)
+                if value is not None and key in given:  # each caller its own copy, as separate reads give
+                    value = copy.deepcopy(value)
+                given.add(key)
+                done.set_result(value)
 
     async def get_many(self, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
         reader, _ = await self._connections()
