@@ -13,10 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
-from typing import Any, Generic, Literal, TypeVar, Union
-
-import networkx as nx
+from typing import Any, Generic, Literal, TypeVar
 
 from . import roles as R
 from .errors import ConfigError
@@ -67,7 +66,7 @@ class ImageFile:
 
 #: A prompt part: literal text, an image file from the case, or another node's output
 #: (an image, or text such as a plan or a critique).
-PromptPart = Union[str, ImageFile, Ref]
+PromptPart = str | ImageFile | Ref
 
 
 @dataclass
@@ -286,9 +285,9 @@ class Graph(Generic[H]):
 
     def validate(self, bound_roles: Mapping[str, object] | None = None) -> list[str]:
         """Check the graph; return node ids in a dependency order. Errors name the node."""
-        dag = nx.DiGraph()
-        dag.add_nodes_from(self.nodes)
         from .kinds import find_kind, known_kinds
+
+        upstream: dict[str, list[str]] = {}
 
         for node in self.nodes.values():
             kind = find_kind(node.kind)
@@ -296,12 +295,13 @@ class Graph(Generic[H]):
                 raise ConfigError(
                     f"case '{self.case_id}', node '{node.id}': unknown node kind '{node.kind}' (known: {', '.join(known_kinds())})"
                 )
+            upstream[node.id] = []
             for ref in node.refs():
                 if ref.node not in self.nodes:
                     raise ConfigError(
                         f"case '{self.case_id}', node '{node.id}': input refers to node '{ref.node}', which is not in the graph"
                     )
-                dag.add_edge(ref.node, node.id)
+                upstream[node.id].append(ref.node)
             where = f"case '{self.case_id}', node '{node.id}'"
             kind.check(node, where)
             for slot, ref, accepted in kind.slots(node):
@@ -312,12 +312,11 @@ class Graph(Generic[H]):
                     f"case '{self.case_id}', node '{node.id}' needs role '{node.role}', which the binding does not fill "
                     f"(bound: {', '.join(sorted(bound_roles)) or 'nothing'}); bind it with --role {node.role}=SPEC"
                 )
-        try:
-            cycle = nx.find_cycle(dag)
-        except nx.NetworkXNoCycle:
-            return list(nx.topological_sort(dag))
-        path = " -> ".join(edge[0] for edge in cycle) + f" -> {cycle[0][0]}"
-        raise ConfigError(f"case '{self.case_id}': the graph has a cycle: {path}")
+        try:  # the standard library's sort: a graph of a few nodes costs microseconds, not networkx's ~0.4 ms
+            return list(TopologicalSorter(upstream).static_order())
+        except CycleError as exc:
+            cycle = " -> ".join(exc.args[1])  # each node an input of the next
+            raise ConfigError(f"case '{self.case_id}': the graph has a cycle: {cycle}") from None
 
     def produces(self, ref: Ref) -> OutputType:
         """What the node behind `ref` outputs (image / text / value), from its kind."""
