@@ -64,7 +64,7 @@ from .sim_scene import SCENE_KEY, Scene, merge
 from .sim_words import NOT_THINGS, content_stems, stem, tokenize
 
 #: Bumped whenever sim's outputs change for the same inputs, so cached results are not reused.
-SIM_REVISION = "1"
+SIM_REVISION = "2"
 MODEL_NAME = "umm"
 
 #: Words of judge prompts and checklist items that say how to judge rather than what to look for.
@@ -336,20 +336,27 @@ class SimBackend(Backend):
         if checklist:
             reply = self._answer_checklist(scenes if reads else [], checklist, seed, text)
         elif templates:
-            reply = self._fill_templates(scenes if reads else [], templates, seed, text)
+            same = keys[0] == keys[1] if reads and len(keys) == 2 else None
+            reply = self._fill_templates(scenes if reads else [], templates, seed, text, same_images=same)
         else:
             reply = self._describe(scenes, text, max_tokens)
         usage = Usage(input_tokens=_words(texts), output_tokens=len(reply.split()), images_in=len(images))
         return TextReply(text=reply, usage=usage)
 
-    def _fill_templates(self, scenes: list[Scene], templates: list[re.Match[str]], seed: int, text: str) -> str:
+    def _fill_templates(
+        self, scenes: list[Scene], templates: list[re.Match[str]], seed: int, text: str, *, same_images: bool | None = None
+    ) -> str:
+        """Marks by word agreement; a ``Copy: <0-1>`` question about two images it compares the images
+        for (0 = the second is the first again, the polarity of the GENIUS copy check)."""
         reference = _TEMPLATE.sub("", text)
         agreement = _agreement(scenes, reference)
         lines = []
         for match in templates:
             label = match.group("label").strip(" *_")
             low, high = sorted((int(match.group("lo")), int(match.group("hi"))))
-            if agreement is None:
+            if label.lower() == "copy" and same_images is not None:
+                value = low if same_images else high
+            elif agreement is None:
                 value = low + int(_unit("judge", self.settings.seed, seed, text, label) * (high - low + 1))
             else:
                 value = low + math.floor(agreement * (high - low) + 0.5)

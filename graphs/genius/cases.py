@@ -8,8 +8,11 @@ a case file cannot make umni read arbitrary files.
 
 ``rc_hint`` is the curated description of a correct output (the Rule Compliance judge's gold
 standard). ``vc_hint`` (also spelled ``VC_hint``) is a string or a list of strings; each names one
-context image with ``<image:NAME>`` whose identity the output must keep. ``multi_semantic`` records
-have none, so that dimension has no Visual Consistency score.
+context image with ``<image:NAME>`` whose identity the output must keep. Record shapes are read as the
+official ``eval.py`` reads them: ``vc_hint`` is used when it is non-empty, else ``VC_hint``; hints are
+stripped and empty ones dropped; a hint without an image tag stays a hint (it scores 0 in every round,
+as officially) but has no reference image to judge against. A case has a Visual Consistency score
+only when at least one hint names an image (``multi_semantic`` records have none).
 
 Missing image files are not load errors: `load_dataset` lists them as (record, path) pairs so a run
 can report them, because a generation without its context images would be meaningless.
@@ -61,10 +64,12 @@ class GeniusRecord(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _one_vc_spelling(cls, data: object) -> object:
+        """``vc_hint`` when it says something, else ``VC_hint`` (the official reading of both)."""
         if isinstance(data, dict) and "VC_hint" in data:
-            if "vc_hint" in data:
-                raise ValueError("give either vc_hint or VC_hint, not both")
-            data = {("vc_hint" if key == "VC_hint" else key): value for key, value in data.items()}
+            data = dict(data)
+            other = data.pop("VC_hint")
+            if not data.get("vc_hint"):
+                data["vc_hint"] = other
         return data
 
     @field_validator("id")
@@ -75,19 +80,13 @@ class GeniusRecord(BaseModel):
             raise ValueError(f"id {value!r} cannot be used as an output file name")
         return value
 
-    @field_validator("vc_hint")
-    @classmethod
-    def _hints_name_an_image(cls, value: str | list[str] | None) -> str | list[str] | None:
-        for hint in [value] if isinstance(value, str) else value or []:
-            if not IMAGE_TAG.search(hint):
-                raise ValueError(f"each vc_hint must name its reference image with <image:NAME>: {hint!r}")
-        return value
-
     @property
     def vc_hints(self) -> list[str]:
-        if self.vc_hint is None:
+        """The hints as the official scorer lists them: stripped, empty ones left out."""
+        if not self.vc_hint:
             return []
-        return [self.vc_hint] if isinstance(self.vc_hint, str) else list(self.vc_hint)
+        hints = [self.vc_hint] if isinstance(self.vc_hint, str) else self.vc_hint
+        return [hint.strip() for hint in hints if hint.strip()]
 
 
 @dataclass(frozen=True)
@@ -100,10 +99,11 @@ class ImageRef:
 
 @dataclass(frozen=True)
 class VCHint:
-    """One Visual Consistency hint and the context image it is about (its first tag)."""
+    """One Visual Consistency hint and the context image it is about (its first tag); ``None`` for a
+    hint that names no image, which scores 0 in every round (official)."""
 
     text: str
-    reference: ImageRef
+    reference: ImageRef | None
 
 
 @dataclass
@@ -118,6 +118,11 @@ class GeniusCase:
     @property
     def id(self) -> str | int:
         return self.record.id
+
+    @property
+    def has_vc(self) -> bool:
+        """Visual Consistency applies when some hint names a reference image (official ``has_vc_task``)."""
+        return any(hint.reference is not None for hint in self.vc_hints)
 
     @property
     def key(self) -> str:
@@ -259,7 +264,7 @@ def _resolve(
                 problems.append((where, str(exc)))
     if problems:
         return None, problems
-    vc_hints = [VCHint(text=hint, reference=images[image_names(hint)[0]]) for hint in hints]
+    vc_hints = [VCHint(text=hint, reference=images[names[0]] if (names := image_names(hint)) else None) for hint in hints]
     return GeniusCase(dimension=dimension, record=record, images=images, vc_hints=vc_hints), []
 
 

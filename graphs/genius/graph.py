@@ -7,19 +7,19 @@ Node ids (``k`` is the generation round, ``j`` the judge round 0..judge_rounds-1
     round0/rc/j              judge                 Rule Compliance against the rc_hint
     round0/aq/j              judge                 Aesthetic Quality
     round0/vch/pixels        compute               is the output an exact pixel copy of hint h's reference?
-    round0/vch/copy/j        judge                 ``Copy: 0|1``; skipped when the pixels already say copy
+    round0/vch/copy          judge                 ``Copy: 0|1`` (0 = a copy, as officially), asked once
     round0/vch/j             judge                 Visual Consistency; skipped when the output is a copy
     round0/critique          respond               reflection only: judge or model feedback on round 0
     round1/image ...         generate              reflection only: input + previous image + feedback
     probe                    answer, understand    vqa_probe=true: the task as a 4-way question
 
-**Copy check.** Two checks, and either one makes a hint's VC 0 without reading its VC rounds: a
-compute node compares pixels (an exact copy can never be scored by trusting a judge), and the judge
-answers ``Copy`` in `judge_rounds` rounds (round of their mean) for copies that are resized or
-recompressed. The judge's copy rounds run only when the pixels do not already decide, and the VC
-rounds only when neither check says copy. A copy check that cannot decide (a judge failure) makes
-that hint's VC a counted failure, and its VC rounds are skipped rather than judged in vain.
-``copy_judge=false`` keeps only the pixel check.
+**Copy check.** As in the official ``eval.py``, the judge is asked ``Copy`` once per hint that names a
+reference image, hint by hint, stopping at the first copy; a copy for any hint makes the item's VC 0
+and no VC round is judged. Before each judge question a compute node compares pixels (umni's
+addition: an exact copy counts as one without trusting a judge). A check that cannot decide (a judge
+failure) makes the item's VC a counted failure, and the VC rounds are skipped rather than judged in
+vain. ``copy_judge=false`` keeps only the pixel check. Hints that name no image get no nodes: they
+count 0 in every VC round, as officially.
 
 **Post-reflection.** Rounds are unrolled: after round k the critique node and round k+1 run only
 while round k's Rule Compliance mark (round of the mean of its judge rounds) is below 2; an RC that
@@ -80,7 +80,7 @@ def build_case_graph(task: GeniusTask, o: GeniusOptions) -> Graph:
         plan = g.respond(PLAN_NODE, [*given, P.plan_request()], role=UNDERSTAND)
         plan_parts = [P.PLAN_HEADING, plan]
     image = g.generate(round_node(0, "image"), [*given, *plan_parts])
-    rc = _add_round_judges(g, case, 0, image, o)
+    _add_round_judges(g, case, 0, image, o)
     for k in range(1, o.reflection_rounds + 1):
         # The loop is steered by the critic role (default: the judge's backend), not by the scoring
         # judge: its own Rule Compliance verdicts (same prompt and parser, so with the default
@@ -96,7 +96,7 @@ def build_case_graph(task: GeniusTask, o: GeniusOptions) -> Graph:
         retry_parts = [P.PREVIOUS_ATTEMPT, image, P.FEEDBACK_HEADING, critique, P.REGENERATE_REQUEST]
         image = g.generate(round_node(k, "image"), [*given, *plan_parts, *retry_parts])
         g.when(image, needs_another_round, **previous_rc)
-        rc = _add_round_judges(g, case, k, image, o)
+        _add_round_judges(g, case, k, image, o)
     if o.vqa_probe and len(task.probe_options) > 1:
         g.answer(PROBE_NODE, [*context, P.PROBE_QUESTION], task.probe_options, role=UNDERSTAND)
     return g
@@ -118,22 +118,22 @@ def _add_round_judges(g: Graph, case: GeniusCase, k: int, image: Ref, o: GeniusO
     rc = [g.judge(round_node(k, f"rc/{j}"), [image, rc_prompt], parse_rule_compliance, repeat=j) for j in repeats]
     for j in repeats:
         g.judge(round_node(k, f"aq/{j}"), [image, P.aesthetic_quality_prompt()], parse_aesthetic_quality, repeat=j)
-    for h, hint in enumerate(case.vc_hints):
-        reference_path = hint.reference.path
-        reference = ImageFile(reference_path)
+    evidence: dict[str, Ref] = {}  # the copy checks so far, in hint order: later checks wait on them
+    judged = [(h, hint.text, hint.reference.path) for h, hint in enumerate(case.vc_hints) if hint.reference is not None]
+    for h, _, reference_path in judged:
         version = f"{PIXEL_CHECK_VERSION}:{file_sha256(reference_path)[:16]}"
         pixels = g.compute(round_node(k, f"vc{h}/pixels"), PixelCopyCheck(reference_path), version=version, output=image)
-        copies: list[Ref] = []
+        here = {f"pixels{h}": pixels.maybe()}
         if o.copy_judge:
-            for j in repeats:
-                copy = g.judge(round_node(k, f"vc{h}/copy/{j}"), [reference, image, P.copy_check_prompt()], parse_copy, repeat=j)
-                g.when(copy, not_a_pixel_copy, pixels=pixels.maybe())
-                copies.append(copy)
-        vc_prompt = P.visual_consistency_prompt(hint.text)
-        decided = {f"copy{i}": ref.maybe() for i, ref in enumerate(copies)}
+            copy = g.judge(round_node(k, f"vc{h}/copy"), [ImageFile(reference_path), image, P.copy_check_prompt()], parse_copy)
+            g.when(copy, copy_question_needed, pixels=pixels.maybe(), **evidence)
+            here[f"copy{h}"] = copy.maybe()
+        evidence.update(here)
+    for h, text, reference_path in judged:
+        vc_prompt = P.visual_consistency_prompt(text)
         for j in repeats:
-            vc = g.judge(round_node(k, f"vc{h}/{j}"), [reference, image, vc_prompt], parse_visual_consistency, repeat=j)
-            g.when(vc, visual_consistency_needed, pixels=pixels.maybe(), **decided)
+            vc = g.judge(round_node(k, f"vc{h}/{j}"), [ImageFile(reference_path), image, vc_prompt], parse_visual_consistency, repeat=j)
+            g.when(vc, no_copy_found, **evidence)
     return rc
 
 
@@ -187,16 +187,19 @@ def needs_another_round(**rc_rounds: int | None) -> bool:
     return scoring.metric_mark(values) < 2  # type: ignore[operator]
 
 
-def not_a_pixel_copy(pixels: dict[str, Any] | None) -> bool:
-    """The judge's copy rounds are asked only when the pixel check ran and found no exact copy."""
-    return pixels is not None and not pixels["copy"]
+def says_copy(name: str, value: Any) -> bool:
+    """One piece of copy evidence: a pixel check finding an exact copy, or the judge's ``Copy: 0``."""
+    return bool(value["copy"]) if name.startswith("pixels") else value == 0
 
 
-def visual_consistency_needed(pixels: dict[str, Any] | None, **copy_rounds: int | None) -> bool:
-    """VC is judged only when both copy checks have decided that the output is not a copy."""
-    if not not_a_pixel_copy(pixels):
+def copy_question_needed(pixels: dict[str, Any] | None, **earlier: Any) -> bool:
+    """Ask the judge about this hint only when its pixels are not a copy and every earlier check
+    decided "not a copy" (the official loop stops at the first copy)."""
+    if pixels is None or pixels["copy"]:
         return False
-    values = list(copy_rounds.values())
-    if any(v is None for v in values):
-        return False
-    return not values or scoring.copy_verdict(values) is False  # type: ignore[arg-type]
+    return all(value is not None and not says_copy(name, value) for name, value in earlier.items())
+
+
+def no_copy_found(**evidence: Any) -> bool:
+    """VC is judged only when every copy check ran and none found a copy."""
+    return all(value is not None and not says_copy(name, value) for name, value in evidence.items())

@@ -215,7 +215,7 @@ You get two images. The first is a reference image given to a model as input; th
 model returned. Decide whether the second image is simply the first one returned again: the same
 picture pixel for pixel (allowing only resizing or recompression), with no generated change at all.
 
-Give 1 if it is such a copy, 0 if the model produced anything new.
+Give 0 if it is such a copy, 1 if the model produced anything new.
 
 Reply with exactly the line below, 0 or 1 in place of the range, and no other text.
 
@@ -252,27 +252,38 @@ def hint_text(hint: str) -> str:
 
 
 def _label_pattern(label: str) -> re.Pattern[str]:
-    words = r"\s+".join(re.escape(word) for word in label.split())
-    return re.compile(rf"\*{{0,2}}\s*{words}\s*\*{{0,2}}\s*[:：]\s*\*{{0,2}}\s*(\d+(?:\.\d+)?)", re.IGNORECASE)
+    """The official label rule: the label's words with optional space between them, an ASCII or
+    full-width colon, then the digits (``Rule Compliance: 2``, ``RuleCompliance：2``)."""
+    words = r"\s*".join(re.escape(word) for word in label.split())
+    return re.compile(rf"{words}\s*[:：]\s*(\d+)(\.\d+)?", re.IGNORECASE)
 
 
 _PATTERNS = {metric: _label_pattern(label) for metric, label in METRIC_LABELS.items()}
 
 
 def parse_judge_answer(text: str, metric: str) -> int:
-    """Read ``<Label>: X`` for `metric` (``rc``, ``vc``, ``aq`` or ``copy``); the last one counts."""
+    """Read ``<Label>: X`` for `metric` (``rc``, ``vc``, ``aq`` or ``copy``) as the official parser
+    finds it: the first match counts. Where the official parser reads a number anyway, umni asks again
+    instead (a listed deviation): ``1.5`` (officially 1, the digits before the point) and a mark above
+    the scale such as ``3`` (officially 3, i.e. 150 after ×50) are invalid answers, and a reply with no
+    label line (officially 0) is a parse failure."""
     try:
         pattern, highest, label = _PATTERNS[metric], METRIC_RANGES[metric], METRIC_LABELS[metric]
     except KeyError:
         raise ValueError(f"unknown GENIUS metric {metric!r}; use one of: {', '.join(METRIC_LABELS)}") from None
-    matches = pattern.findall(text)
-    if not matches:
+    match = pattern.search(text)
+    if match is None:
         raise ParseFailure(f"judge answer has no '{label}: X' line", raw=text)
-    value = matches[-1]
-    number = float(value)
-    if not number.is_integer() or not 0 <= number <= highest:
-        raise InvalidAnswer(f"{label} must be a whole number 0-{highest}, got {value}", raw=text)
-    return int(number)
+    digits, fraction = match.group(1), match.group(2)
+    if (fraction and fraction.strip(".0")) or not 0 <= int(digits) <= highest:
+        raise InvalidAnswer(f"{label} must be a whole number 0-{highest}, got {digits}{fraction or ''}", raw=text)
+    return int(digits)
+
+
+def official_reading(text: str | None, metric: str) -> int:
+    """What the official parser makes of a reply: the digits after the first label, else 0."""
+    match = _PATTERNS[metric].search(text or "")
+    return int(match.group(1)) if match else 0
 
 
 # ------------------------------------------------------------------------------ strategy prompts
@@ -332,7 +343,8 @@ def hint_parts(case: GeniusCase, mode: str) -> list[Part]:
     parts: list[Part] = [f"{HINT_HEADING} {hint_text(case.rc_hint)}"]
     if mode == "multimodal":
         for hint in case.vc_hints:
-            parts += [REFERENCE_HINT_HEADING, hint.reference.path, hint_text(hint.text)]
+            if hint.reference is not None:
+                parts += [REFERENCE_HINT_HEADING, hint.reference.path, hint_text(hint.text)]
     return parts
 
 

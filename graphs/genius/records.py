@@ -21,6 +21,7 @@ from umni.errors import InputError
 from umni.outcomes import Outcome
 from umni.protocol import node_status
 
+from . import prompts as P
 from . import scoring
 from .cases import GeniusCase
 from .digests import stored_png_sha256
@@ -53,6 +54,7 @@ def case_record(task: GeniusTask, outcomes: dict[str, Outcome], o: GeniusOptions
         "rounds": rounds,
         "final_round": final["round"] if final else None,
         "item": final["item"] if final else None,
+        "official_item": final.get("official_item") if final else None,
         "scores": final["scores"] if final else None,
         "unscored": unscored,
         "probe": _probe_record(task, outcomes.get(PROBE_NODE)) if o.vqa_probe else None,
@@ -71,14 +73,17 @@ def _round_record(case: GeniusCase, k: int, outcomes: dict[str, Outcome], o: Gen
         "image": made.image.sha256 if made.image else None,
         "failure": _failure(made),
         "critique": _text_record(outcomes.get(round_node(k, "critique"))),
-        "rc": [_judgement(outcomes[round_node(k, f"rc/{j}")]) for j in range(o.judge_rounds)],
-        "aq": [_judgement(outcomes[round_node(k, f"aq/{j}")]) for j in range(o.judge_rounds)],
+        "rc": [_judgement(outcomes[round_node(k, f"rc/{j}")], "rc") for j in range(o.judge_rounds)],
+        "aq": [_judgement(outcomes[round_node(k, f"aq/{j}")], "aq") for j in range(o.judge_rounds)],
         "vc": [],
         "item": None,
         "scores": None,
         "unscored": None,
     }
     for h, hint in enumerate(case.vc_hints):
+        if hint.reference is None:  # no image to judge against: 0 in every round, as officially
+            entry["vc"].append({"hint": hint.text, "reference": None, "pixels": None, "pixels_status": "absent", "copy": None, "rounds": []})
+            continue
         pixels = outcomes[round_node(k, f"vc{h}/pixels")]
         entry["vc"].append(
             {
@@ -86,28 +91,30 @@ def _round_record(case: GeniusCase, k: int, outcomes: dict[str, Outcome], o: Gen
                 "reference": hint.reference.name,
                 "pixels": pixels.value if pixels.ok else None,
                 "pixels_status": _status(pixels),
-                "copy": [_judgement(outcomes[round_node(k, f"vc{h}/copy/{j}")]) for j in range(o.judge_rounds)] if o.copy_judge else [],
-                "rounds": [_judgement(outcomes[round_node(k, f"vc{h}/{j}")]) for j in range(o.judge_rounds)],
+                "copy": _judgement(outcomes[round_node(k, f"vc{h}/copy")], "copy") if o.copy_judge else None,
+                "rounds": [_judgement(outcomes[round_node(k, f"vc{h}/{j}")], "vc") for j in range(o.judge_rounds)],
             }
         )
     if not ran:
         return entry
+    shape: dict[str, Any] = {"dimension": case.dimension, "id": case.id, "vc_hints": len(case.vc_hints), "vc_task": case.has_vc}
     if made.ok:
         item = scoring.GeniusItem(
-            dimension=case.dimension,
-            id=case.id,
-            vc_hints=len(case.vc_hints),
+            **shape,
             rc=[_as_round(j) for j in entry["rc"]],
             aq=[_as_round(j) for j in entry["aq"]],
-            vc=[_hint_judgement(v) for v in entry["vc"]],
+            vc=_hint_judgements(entry["vc"]),
         )
+        official = official_item(entry, shape)
     elif made.failure is not None and made.failure.kind == "degenerate":
-        item = scoring.GeniusItem(dimension=case.dimension, id=case.id, vc_hints=len(case.vc_hints), output_missing=True)
+        item = scoring.GeniusItem(**shape, output_missing=True)
+        official = item
     else:
         entry["unscored"] = f"generation failed ({made.failure.kind if made.failure else made.status})"
         return entry
     entry["item"] = item.model_dump(mode="json")
     entry["scores"] = _item_scores(scoring.score_item(item))
+    entry["official_item"] = official.model_dump(mode="json") if official is not None else None
     return entry
 
 
@@ -144,15 +151,18 @@ def _text_record(outcome: Outcome | None) -> dict[str, Any] | None:
     return {"status": _status(outcome), "text": text, "failure": _failure(outcome)}
 
 
-def _judgement(outcome: Outcome) -> dict[str, Any]:
-    """One judge call as recorded: its mark or its failure, and what the judge wrote."""
+def _judgement(outcome: Outcome, metric: str) -> dict[str, Any]:
+    """One judge call as recorded: its mark or its failure, what the judge wrote, and what the
+    official parser reads in that text (``official``; None when there was no reply at all)."""
     output = outcome.output if outcome.ok and outcome.output else {}
+    reply = output.get("text") if outcome.ok else (outcome.failure.raw if outcome.failure else None)
     return {
         "status": _status(outcome),
         "value": output.get("value"),
         "text": output.get("text"),
         "attempts": output.get("parse_attempts"),
         "failure": _failure(outcome),
+        "official": P.official_reading(reply, metric) if reply is not None else None,
     }
 
 
@@ -168,19 +178,76 @@ def _as_round(judgement: dict[str, Any]) -> int | scoring.JudgeFailure:
     return scoring.JudgeFailure(kind=kind, detail=(failure or {}).get("message", ""))
 
 
-def _hint_judgement(vc: dict[str, Any]) -> scoring.HintJudgement:
-    """Copy verdict first (pixels, then the judge's Copy rounds), VC rounds only if not a copy."""
-    copied: bool | scoring.JudgeFailure
-    if vc["pixels"] is None:
-        copied = scoring.JudgeFailure(kind="internal", detail=f"pixel copy check {vc['pixels_status']}")
-    elif vc["pixels"]["copy"]:
-        copied = True
-    elif vc["copy"]:
-        copied = scoring.copy_verdict([_as_round(j) for j in vc["copy"]])
-    else:
-        copied = False
-    rounds = [_as_round(j) for j in vc["rounds"]] if copied is False else []
-    return scoring.HintJudgement(copied=copied, rounds=rounds)
+def _hint_judgements(hints: list[dict[str, Any]]) -> list[scoring.HintJudgement]:
+    """Copy verdicts in hint order (pixels, then the judge's one ``Copy`` answer, 0 meaning a copy);
+    once one says copy, later hints were not asked (None) and no VC round counts."""
+    out: list[scoring.HintJudgement] = []
+    decided = False  # a copy, or a check that failed: the later checks were not asked
+    for vc in hints:
+        if vc["reference"] is None:
+            out.append(scoring.HintJudgement(copied=False, has_reference=False))
+            continue
+        copied: bool | scoring.JudgeFailure | None
+        if decided:
+            copied = None
+        elif vc["pixels"] is None:
+            copied = scoring.JudgeFailure(kind="internal", detail=f"pixel copy check {vc['pixels_status']}")
+        elif vc["pixels"]["copy"]:
+            copied = True
+        elif vc["copy"] is None:  # copy_judge=false: the pixels decide alone
+            copied = False
+        elif vc["copy"]["status"] == "done":
+            copied = vc["copy"]["value"] == 0
+        else:
+            failed = _as_round(vc["copy"])
+            copied = failed if isinstance(failed, scoring.JudgeFailure) else scoring.JudgeFailure(kind="internal")
+        decided = decided or copied is not False
+        out.append(scoring.HintJudgement(copied=copied, rounds=[]))
+    if not decided:
+        out = [
+            h if not h.has_reference else h.model_copy(update={"rounds": [_as_round(j) for j in vc["rounds"]]})
+            for h, vc in zip(out, hints)
+        ]
+    return out
+
+
+def official_item(entry: dict[str, Any], shape: dict[str, Any]) -> scoring.GeniusItem | None:
+    """The round as the official ``eval.py`` would score the same replies: every reply read by the
+    official parser (no label -> 0, ``1.5`` -> 1, ``3`` -> 3), a copy when a ``Copy`` reply reads 0.
+    None when a judge call left no reply at all (the official script drops such an item)."""
+    def marks(judgements: list[dict[str, Any]]) -> list[int | scoring.JudgeFailure] | None:
+        values: list[int | scoring.JudgeFailure] = [j["official"] for j in judgements]
+        return None if any(v is None for v in values) else values
+
+    rc, aq = marks(entry["rc"]), marks(entry["aq"])
+    if rc is None or aq is None:
+        return None
+    hints: list[scoring.HintJudgement] = []
+    copied_before = False
+    for vc in entry["vc"]:
+        if vc["reference"] is None:
+            hints.append(scoring.HintJudgement(copied=False, has_reference=False))
+            continue
+        if copied_before:
+            hints.append(scoring.HintJudgement(copied=None))
+            continue
+        pixel_copy = bool(vc["pixels"] and vc["pixels"]["copy"])
+        reading = vc["copy"]["official"] if vc["copy"] is not None else 1
+        copied = pixel_copy or reading == 0
+        copied_before = copied
+        hints.append(scoring.HintJudgement(copied=copied))
+    if not copied_before:
+        rounds_by_hint: list[list[int | scoring.JudgeFailure]] = []
+        for vc in entry["vc"]:
+            if vc["reference"] is None:
+                rounds_by_hint.append([])
+                continue
+            values = marks(vc["rounds"])
+            if values is None:
+                return None
+            rounds_by_hint.append(values)
+        hints = [h if not h.has_reference else h.model_copy(update={"rounds": r}) for h, r in zip(hints, rounds_by_hint)]
+    return scoring.GeniusItem(**shape, rc=rc, aq=aq, vc=hints)
 
 
 def _item_scores(score: scoring.ItemScore) -> dict[str, Any]:

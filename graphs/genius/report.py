@@ -105,6 +105,13 @@ def _shown_text(entry: dict[str, Any] | None, limit: int = 600) -> str:
     return entry.get("status", "—")
 
 
+def _copy_text(judgement: dict) -> str:
+    """The judge's one Copy answer, in words (0 means a copy, as in the official prompt)."""
+    if judgement["status"] != "done":
+        return judgement["status"]
+    return "copy (Copy: 0)" if judgement["value"] == 0 else "not a copy (Copy: 1)"
+
+
 def _marks(judgements: list[dict[str, Any]]) -> str:
     return ", ".join(str(j["value"]) if j["status"] == "done" else j["status"] for j in judgements)
 
@@ -136,7 +143,11 @@ def _round_view(entry: dict[str, Any], final_round: int | None) -> View:
         else:
             pixel_text = "exact copy" if pixels["copy"] else f"not a copy (mean diff {pixels['mean_abs_diff']:g})"
         rows.append((f"VC hint {h + 1}", vc["hint"]))
-        rows.append((f"copy check {h + 1}", f"pixels: {pixel_text}; judge: {_marks(vc['copy']) or 'off'}"))
+        if vc["reference"] is None:
+            rows.append((f"copy check {h + 1}", "no reference image named: this hint counts 0 in every round"))
+            continue
+        judge_text = "off" if vc["copy"] is None else _copy_text(vc["copy"])
+        rows.append((f"copy check {h + 1}", f"pixels: {pixel_text}; judge: {judge_text}"))
         rows.append((f"VC marks {h + 1}", _marks(vc["rounds"])))
         rows += [(f"VC {h + 1} judge {j + 1}", _shown_text(x)) for j, x in enumerate(vc["rounds"]) if x["status"] != "skipped"]
     rows.append(("AQ", f"{_score_text(scores.get('aq'))} · marks {_marks(entry['aq'])}"))

@@ -10,20 +10,19 @@ its judge nodes. The rules, and where they come from:
 * A round is an int or a `JudgeFailure`. By default any failed round makes the item's metric a
   failure: it is counted by kind and left out of the mean, never scored 0 (the official code scores
   an unreadable answer 0; umni retries upstream and then reports it).
-* Visual Consistency: one judgement per vc_hint. The copy check comes first: if the output is a copy
-  of that hint's reference image, the hint scores 0 without looking at its rounds. The item's VC is
-  the mean of its hints' marks (not rounded again). `pixel_copy` is the deterministic half of the
-  check (exact pixel identity); the protocol combines it with the judge's ``Copy`` rounds.
+* Visual Consistency, as the official ``eval.py`` combines it: the copy check comes first, asked once
+  per hint in order and stopping at the first copy; a copy found for any hint makes the item's VC 0.
+  Otherwise, in each judge round, the hints' marks are averaged (a hint that names no reference image
+  counts 0), and the item's VC is ``round(mean of those per-round averages)``. `pixel_copy` is umni's
+  deterministic addition to the check (exact pixel identity counts as a copy without asking).
 * A missing output image scores 0 on every metric that applies (official behaviour, kept), and is
   also counted under ``missing_outputs`` so the gap stays visible.
-* Marks are scaled ×50 (0-100). Averages across dimensions are data-weighted: every item counts once,
-  so a dimension weighs by its number of scored items.
-* Overall = 0.6·RC + 0.35·VC + 0.05·AQ over those pooled means. multi_semantic has no vc_hint: its
-  items count in RC and AQ but not in VC, whose mean pools only items that have hints (a missing VC is
-  not a 0). The official aggregation code could not be consulted; this reading is the one that keeps
-  the paper's formula unchanged and fits its main table best among the alternatives tried (VC of
-  multi_semantic as 0, or a renormalised per-dimension Overall). Per-dimension tables report RC, VC
-  and AQ only, as the paper does; no per-dimension Overall is defined.
+* Marks are scaled ×50 (0-100). Averages across dimensions are data-weighted, as ``cal_score.py``
+  pools its sums: every item counts once, so a dimension weighs by its number of scored items.
+* Overall = 0.6·RC + 0.35·VC + 0.05·AQ over those pooled means (``cal_score.py``). VC pools only the
+  items that have a VC score (multi_semantic has none); when no item has one, VC enters the Overall as
+  0, as the official script does, and the summary says so. Per-dimension tables report RC, VC and AQ
+  only, as the script prints them.
 """
 
 from __future__ import annotations
@@ -31,7 +30,6 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from statistics import fmean
 from typing import Any
 
 import numpy as np
@@ -57,13 +55,15 @@ Round = StrictInt | JudgeFailure
 
 
 class HintJudgement(BaseModel):
-    """One vc_hint: the copy-check verdict (see `copy_verdict`) and the Visual Consistency rounds,
-    which may be empty when the output was found to be a copy."""
+    """One vc_hint: the copy-check verdict and the Visual Consistency rounds, which are empty when
+    the output was found to be a copy of this or an earlier hint's reference. A hint without a
+    reference image (``has_reference`` false) has neither and counts 0 in every round."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    copied: StrictBool | JudgeFailure = False
+    copied: StrictBool | JudgeFailure | None = False
     rounds: list[Round] = Field(default_factory=list)
+    has_reference: bool = True
 
 
 class GeniusItem(BaseModel):
@@ -73,15 +73,18 @@ class GeniusItem(BaseModel):
 
     dimension: str
     id: StrictStr | StrictInt
-    #: How many vc_hints the case has (0 for multi_semantic); VC applies when > 0.
+    #: How many vc_hints the case has (0 for multi_semantic).
     vc_hints: int = Field(ge=0)
+    #: Whether some hint names a reference image (official ``has_vc_task``); VC applies only then.
+    #: Records written before hints without images were read leave it unset: every hint had one.
+    vc_task: bool | None = None
     output_missing: bool = False
     rc: list[Round] = Field(default_factory=list)
     aq: list[Round] = Field(default_factory=list)
     vc: list[HintJudgement] = Field(default_factory=list)
 
     @model_validator(mode="after")
-    def _consistent(self) -> "GeniusItem":
+    def _consistent(self) -> GeniusItem:
         if self.dimension not in DIMENSIONS:
             raise ValueError(f"unknown dimension {self.dimension!r}; known: {', '.join(DIMENSIONS)}")
         if self.output_missing:
@@ -92,10 +95,16 @@ class GeniusItem(BaseModel):
             raise ValueError("an item with an output needs at least one rc and one aq round")
         if len(self.vc) != self.vc_hints:
             raise ValueError(f"expected {self.vc_hints} vc judgements (one per hint), got {len(self.vc)}")
-        for hint in self.vc:
-            if hint.copied is False and not hint.rounds:
-                raise ValueError("a hint that is not a copy needs at least one vc round")
+        if not any(h.copied is True or isinstance(h.copied, JudgeFailure) for h in self.vc):
+            for hint in self.vc:
+                if hint.has_reference and not hint.rounds:
+                    raise ValueError("when no hint is a copy, every hint with a reference needs its vc rounds")
         return self
+
+    @property
+    def has_vc_task(self) -> bool:
+        """VC applies when some hint names a reference image (official ``has_vc_task``)."""
+        return self.vc_task if self.vc_task is not None else self.vc_hints > 0
 
     @property
     def key(self) -> str:
@@ -114,13 +123,39 @@ def metric_mark(rounds: Sequence[int | JudgeFailure], *, min_valid_rounds: int |
         if not failures:
             raise ValueError(f"{len(rounds)} round(s) given but {needed} valid ones are required")
         return failures[0]
-    return round(fmean(valid))
+    return round(sum(valid) / len(valid))  # the official operation order (sum, then divide)
 
 
-def copy_verdict(rounds: Sequence[int | JudgeFailure], *, min_valid_rounds: int | None = None) -> bool | JudgeFailure:
-    """Whether repeated ``Copy: 0|1`` answers say the output is a copy (round of their mean)."""
-    mark = metric_mark(rounds, min_valid_rounds=min_valid_rounds)
-    return mark if isinstance(mark, JudgeFailure) else mark >= 1
+def visual_consistency_mark(hints: Sequence[HintJudgement], *, min_valid_rounds: int | None = None) -> float | JudgeFailure:
+    """The item's VC mark (0-2, not yet scaled), combined as the official ``eval.py`` does.
+
+    Copy checks are read in hint order: the first copy decides (0), a failed check before any copy
+    is a failure. Otherwise round j's mark is the mean of the hints' round-j marks (a hint without a
+    reference counts 0), and the item's mark is round(mean of the per-round marks)."""
+    for hint in hints:
+        if isinstance(hint.copied, JudgeFailure):
+            return hint.copied
+        if hint.copied is True:
+            return 0
+    judged = [h for h in hints if h.has_reference]
+    if not judged:
+        raise ValueError("no hint with a reference image: VC does not apply")
+    count = len(judged[0].rounds)
+    if any(len(h.rounds) != count for h in judged):
+        raise ValueError("every judged hint needs the same number of vc rounds")
+    per_round: list[float] = []
+    for j in range(count):
+        marks = [h.rounds[j] if h.has_reference else 0 for h in hints]
+        failed = [m for m in marks if isinstance(m, JudgeFailure)]
+        if failed:
+            if min_valid_rounds is None:
+                return failed[0]
+            continue
+        per_round.append(sum(marks) / len(marks))  # type: ignore[arg-type]
+    needed = count if min_valid_rounds is None else min_valid_rounds
+    if len(per_round) < max(needed, 1):
+        return next(m for h in judged for m in h.rounds if isinstance(m, JudgeFailure))
+    return round(sum(per_round) / len(per_round))
 
 
 @dataclass(frozen=True)
@@ -138,22 +173,14 @@ class ItemScore:
 def score_item(item: GeniusItem | Mapping, *, min_valid_rounds: int | None = None) -> ItemScore:
     """RC, VC and AQ of one item, ×50."""
     item = item if isinstance(item, GeniusItem) else GeniusItem.model_validate(item)
-    has_vc = item.vc_hints > 0
+    has_vc = item.has_vc_task
     if item.output_missing:
         return ItemScore(item.key, item.dimension, 0.0, 0.0 if has_vc else None, 0.0, True)
     rc = metric_mark(item.rc, min_valid_rounds=min_valid_rounds)
     aq = metric_mark(item.aq, min_valid_rounds=min_valid_rounds)
     vc: float | JudgeFailure | None = None
     if has_vc:
-        marks: list[int] = []
-        for hint in item.vc:
-            mark = _hint_mark(hint, min_valid_rounds)
-            if isinstance(mark, JudgeFailure):
-                vc = mark
-                break
-            marks.append(mark)
-        else:
-            vc = fmean(marks) * SCALE
+        vc = _scaled(visual_consistency_mark(item.vc, min_valid_rounds=min_valid_rounds))
     return ItemScore(item.key, item.dimension, _scaled(rc), vc, _scaled(aq), False)
 
 
@@ -187,6 +214,8 @@ class GeniusSummary:
     missing_outputs: int
     #: Expected ``dimension/id`` keys with no item record at all (not scored, not zero).
     missing_items: list[str]
+    #: No item had a VC score, so the Overall counts VC as 0 (as ``cal_score.py`` does).
+    vc_counted_as_zero: bool = False
     weights: dict[str, float] = field(default_factory=lambda: dict(OVERALL_WEIGHTS))
 
 
@@ -227,7 +256,8 @@ def summarize(
         rc=rc,
         vc=vc,
         aq=aq,
-        overall=overall(rc.mean, vc.mean, aq.mean),
+        overall=overall(rc.mean, vc.mean if vc.scored or vc.failures else 0.0, aq.mean),
+        vc_counted_as_zero=not scores or not any(s.vc is not None for s in scores),
         missing_outputs=sum(s.output_missing for s in scores),
         missing_items=sorted(set(expected or ()) - seen),
     )
@@ -240,23 +270,15 @@ def overall(rc: float | None, vc: float | None, aq: float | None) -> float | Non
     return OVERALL_WEIGHTS["rc"] * rc + OVERALL_WEIGHTS["vc"] * vc + OVERALL_WEIGHTS["aq"] * aq
 
 
-def _hint_mark(hint: HintJudgement, min_valid_rounds: int | None) -> int | JudgeFailure:
-    """The copy check decides first: a copy scores 0, an undecided check is a failure."""
-    if isinstance(hint.copied, JudgeFailure):
-        return hint.copied
-    if hint.copied:
-        return 0
-    return metric_mark(hint.rounds, min_valid_rounds=min_valid_rounds)
-
-
-def _scaled(mark: int | JudgeFailure) -> float | JudgeFailure:
+def _scaled(mark: float | JudgeFailure) -> float | JudgeFailure:
     return mark if isinstance(mark, JudgeFailure) else float(mark * SCALE)
 
 
 def _metric(values: Sequence[float | JudgeFailure]) -> MetricResult:
     scored = [v for v in values if not isinstance(v, JudgeFailure)]
     failures = Counter(v.kind for v in values if isinstance(v, JudgeFailure))
-    return MetricResult(mean=fmean(scored) if scored else None, scored=len(scored), failures=dict(failures))
+    mean = sum(scored) / len(scored) if scored else None  # cal_score.py: a plain sum, then divide
+    return MetricResult(mean=mean, scored=len(scored), failures=dict(failures))
 
 
 def pixel_copy(output: Image.Image, reference: Image.Image) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from typing import Any
 
 from . import scoring
 from .cases import DIMENSIONS
+from .deviations import deviations
 from .options import GeniusOptions
 
 
@@ -46,12 +47,51 @@ def summarize_records(records: list[dict[str, Any]], o: GeniusOptions) -> dict[s
         "scale": scoring.SCALE,
         "judge_rounds": o.judge_rounds,
         "input_format": o.input_format.value,
+        "vc_counted_as_zero": result.vc_counted_as_zero,
+        "official_equivalent": _official_equivalent(records),
+        "deviations": deviations(records),
     }
     if o.reflection_rounds:
         summary["reflection"] = _reflection_summary(records, o)
     if o.vqa_probe:
         summary["probe"] = _probe_summary(records)
     return summary
+
+
+def _official_equivalent(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """The same runs scored as the official scripts would score the judges' replies: every reply read
+    by the official parser, a failed generation scored 0 on every metric (the script finds no image),
+    and an item whose judge left no reply at all dropped (the script skips it)."""
+    items: list[Any] = []
+    dropped = 0
+    for record in records:
+        if record.get("official_item") is not None:
+            items.append(record["official_item"])
+        elif record.get("item") is None:
+            items.append(_missing_output(record))
+        else:
+            dropped += 1
+    result = scoring.summarize(items)
+    return {
+        "overall": _rounded(result.overall),
+        "rc": _rounded(result.rc.mean),
+        "vc": _rounded(result.vc.mean),
+        "aq": _rounded(result.aq.mean),
+        "items": len(items),
+        "dropped": dropped,
+    }
+
+
+def _missing_output(record: dict[str, Any]) -> dict[str, Any]:
+    """A case with no image, as the official script scores it: 0 on every metric that applies."""
+    hints = record["rounds"][0]["vc"] if record.get("rounds") else []
+    return {
+        "dimension": record["dimension"],
+        "id": record["id"],
+        "vc_hints": len(record["vc_hints"]),
+        "vc_task": any(h["reference"] is not None for h in hints),
+        "output_missing": True,
+    }
 
 
 def _rounded(value: float | None) -> float | None:

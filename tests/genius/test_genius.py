@@ -28,7 +28,6 @@ from umni_graphs.genius.scoring import (
     GeniusItem,
     HintJudgement,
     JudgeFailure,
-    copy_verdict,
     metric_mark,
     overall,
     score_item,
@@ -115,8 +114,6 @@ def test_malformed_records_are_all_reported_with_file_record_and_field(tmp_path)
     records = [
         good,
         {**good, "id": "b", "instruction": ""},
-        {**good, "id": "c", "vc_hint": "<image:x> keep", "VC_hint": "<image:x> keep"},
-        {**good, "id": "d", "vc_hint": ["keep the cat"]},
         {**good, "id": "e/f"},
         {**good, "id": "a"},
         {k: v for k, v in good.items() if k != "rc_hint"} | {"id": 7},
@@ -128,13 +125,11 @@ def test_malformed_records_are_all_reported_with_file_record_and_field(tmp_path)
         load_dataset(tmp_path)
     found = {(e.record, e.field) for e in info.value.errors}
     assert ("#1 (id b)", "instruction") in found
-    assert ("#2 (id c)", None) in found  # both spellings of the VC hint
-    assert ("#3 (id d)", "vc_hint") in found
-    assert ("#4 (id e/f)", "id") in found
-    assert ("#5 (id a)", "id") in found  # duplicate
-    assert ("#6 (id 7)", "rc_hint") in found
-    assert any(record == "#7" and field and field.startswith("id") for record, field in found)
-    assert ("#8", None) in found
+    assert ("#2 (id e/f)", "id") in found
+    assert ("#3 (id a)", "id") in found  # duplicate
+    assert ("#4 (id 7)", "rc_hint") in found
+    assert any(record == "#5" and field and field.startswith("id") for record, field in found)
+    assert ("#6", None) in found
     assert all(e.path == str(path) for e in info.value.errors)
 
 
@@ -231,11 +226,11 @@ def test_hints_are_shown_without_tags():
         ("Rule Compliance: 2", "rc", 2),
         ("rule compliance：1", "rc", 1),
         ("The subject is kept.\nVISUAL CONSISTENCY: 0", "vc", 0),
-        ("**Aesthetic Quality:** 2", "aq", 2),
         ("Aesthetic  Quality : 1", "aq", 1),
+        ("RuleCompliance: 2", "rc", 2),  # the official pattern allows no space between the words
         ("Copy: 1", "copy", 1),
         ("copy：0", "copy", 0),
-        ("Rule Compliance: 1\nRevised. Rule Compliance: 2", "rc", 2),
+        ("Rule Compliance: 1\nRevised. Rule Compliance: 2", "rc", 1),  # the first match counts (official)
         ("Rule Compliance: 2.0", "rc", 2),
     ],
 )
@@ -254,6 +249,7 @@ def test_parser_reads_the_metric_line(text, metric, expected):
         ("Rule Compliance: 3", "rc", InvalidAnswer),
         ("Copy: 2", "copy", InvalidAnswer),
         ("Aesthetic Quality: 1.5", "aq", InvalidAnswer),
+        ("**Aesthetic Quality:** 2", "aq", ParseFailure),  # officially no match either (reads 0)
     ],
 )
 def test_parser_never_invents_a_score(text, metric, error):
@@ -287,12 +283,6 @@ def test_metric_mark_rounds_the_mean_of_rounds():
         metric_mark([])
 
 
-def test_copy_verdict_is_the_rounded_mean_of_copy_answers():
-    assert copy_verdict([1, 1, 0]) is True
-    assert copy_verdict([0, 0, 1]) is False
-    assert copy_verdict([1, PARSE, 1]) == PARSE
-
-
 def test_item_scores_by_hand():
     item = GeniusItem(
         dimension="visual_constraint",
@@ -303,7 +293,7 @@ def test_item_scores_by_hand():
         vc=[HintJudgement(copied=True), HintJudgement(rounds=[2, 2, 1])],
     )
     score = score_item(item)
-    assert (score.rc, score.vc, score.aq, score.output_missing) == (0.0, 50.0, 100.0, False)  # VC = mean(0, 2) x 50
+    assert (score.rc, score.vc, score.aq, score.output_missing) == (0.0, 0.0, 100.0, False)  # a copy for any hint: VC 0
     assert score_item({"dimension": "multi_semantic", "id": 1, "vc_hints": 0, "rc": [1, 1, 2], "aq": [2, 1, 2]}).vc is None
     missing = score_item(GeniusItem(dimension="implicit_pattern", id="b", vc_hints=1, output_missing=True))
     assert (missing.rc, missing.vc, missing.aq, missing.output_missing) == (0.0, 0.0, 0.0, True)
@@ -320,7 +310,7 @@ def test_items_must_be_complete():
         GeniusItem(dimension="visual_constraint", id=1, vc_hints=0, output_missing=True, rc=[1])
     with pytest.raises(ValueError, match="unknown dimension"):
         GeniusItem(dimension="painting", id=1, vc_hints=0, rc=[1], aq=[1])
-    with pytest.raises(ValueError, match="needs at least one vc round"):
+    with pytest.raises(ValueError, match="needs its vc rounds"):
         GeniusItem(dimension="visual_constraint", id=1, vc_hints=1, rc=[1], aq=[1], vc=[HintJudgement()])
 
 
@@ -330,7 +320,7 @@ def _hand_items() -> list[GeniusItem]:
         GeniusItem(dimension="implicit_pattern", id="a", vc_hints=1, rc=[2, 2, 1], aq=[1, 1, 1], vc=[HintJudgement(rounds=[2, 1, 1])]),
         # no output image: 0 everywhere it applies, counted as missing
         GeniusItem(dimension="implicit_pattern", id="b", vc_hints=1, output_missing=True),
-        # rc 0, aq 100, vc mean(copy -> 0, 2) = 1 (50)
+        # rc 0, aq 100, a copy for hint 1 -> the item's VC is 0
         GeniusItem(
             dimension="visual_constraint",
             id="c",
@@ -353,12 +343,12 @@ def test_summary_by_hand():
     summary = summarize(_hand_items(), expected=[*keys, "symbolic_constraint/zz"])
     # RC over a, b, c, d, f (e failed): (100 + 0 + 0 + 50 + 100) / 5
     assert summary.rc.mean == pytest.approx(50.0) and summary.rc.scored == 5 and summary.rc.failures == {"parse": 1}
-    # VC over a, b, c (d, e have no hints; f failed): (50 + 0 + 50) / 3
-    assert summary.vc.mean == pytest.approx(100 / 3) and summary.vc.scored == 3 and summary.vc.failures == {"parse": 1}
+    # VC over a, b, c (d, e have no hints; f failed): (50 + 0 + 0) / 3
+    assert summary.vc.mean == pytest.approx(50 / 3) and summary.vc.scored == 3 and summary.vc.failures == {"parse": 1}
     # AQ over all six: (50 + 0 + 100 + 100 + 0 + 50) / 6
     assert summary.aq.mean == pytest.approx(50.0) and summary.aq.scored == 6
-    # 0.6*50 + 0.35*33.33 + 0.05*50
-    assert summary.overall == pytest.approx(30 + 35 / 3 + 2.5)
+    # 0.6*50 + 0.35*16.67 + 0.05*50
+    assert summary.overall == pytest.approx(30 + 35 / 6 + 2.5)
     assert summary.missing_outputs == 1
     assert summary.missing_items == ["symbolic_constraint/zz"]
 
@@ -378,7 +368,8 @@ def test_pooled_means_are_data_weighted_across_dimensions():
     summary = summarize(items)
     # Three items at 100 and one at 0: data-weighted 75, not the 50 of averaging the two dimensions.
     assert summary.rc.mean == pytest.approx(75.0)
-    assert summary.vc.mean is None and summary.overall is None  # no item had a vc_hint
+    # no item had a vc_hint: VC enters the Overall as 0, as cal_score.py does
+    assert summary.vc.mean is None and summary.vc_counted_as_zero and summary.overall == pytest.approx(0.6 * 75 + 0.05 * 75)
 
 
 def test_overall_formula_and_duplicates():

@@ -49,12 +49,13 @@ Script = Callable[[str, int, int, str], str]
 
 
 def marks(table: dict[str, Sequence[int]] | None = None) -> Script:
-    """A judge script: ``table[metric][generation]`` for every repeat (default 2 everywhere, Copy 0)."""
+    """A judge script: ``table[metric][generation]`` for every repeat (default 2 everywhere, Copy 1:
+    not a copy, in the official polarity)."""
     table = table or {}
 
     def script(metric: str, generation: int, repeat: int, prompt: str) -> str:
         values = table.get(metric)
-        value = values[generation] if values is not None else (0 if metric == "copy" else 2)
+        value = values[generation] if values is not None else (1 if metric == "copy" else 2)
         return f"{next(k for k, v in LABELS.items() if v == metric)}: {value}"
 
     return script
@@ -201,12 +202,13 @@ def _build(key: str, **options):
 def test_default_graph_is_the_official_evaluation():
     g = _build("visual_constraint/vc01")  # two vc_hints
     kinds = Counter(n.kind for n in g.nodes.values())
-    assert kinds == {"generate": 1, "judge": 3 + 3 + 2 * (3 + 3), "compute": 2}
+    assert kinds == {"generate": 1, "judge": 3 + 3 + 2 * (1 + 3), "compute": 2}  # one Copy question per hint
     assert g.required_roles() == {"generate", "judge"}
     assert [g.nodes[f"round0/rc/{j}"].repeat for j in range(3)] == [0, 1, 2]
-    # VC of a hint waits for both copy checks of that hint.
-    assert set(g.nodes["round0/vc1/2"].gate) == {"pixels", "copy0", "copy1", "copy2"}  # gate inputs, not keyed
-    assert g.nodes["round0/vc1/copy/0"].prompt[0] == ImageFile(TASKS["visual_constraint/vc01"].case.vc_hints[1].reference.path)
+    # VC waits for every hint's copy checks; hint 2's Copy question waits for hint 1's (stop at the first copy).
+    assert set(g.nodes["round0/vc1/2"].gate) == {"pixels0", "copy0", "pixels1", "copy1"}  # gate inputs, not keyed
+    assert set(g.nodes["round0/vc1/copy"].gate) == {"pixels", "pixels0", "copy0"}
+    assert g.nodes["round0/vc1/copy"].prompt[0] == ImageFile(TASKS["visual_constraint/vc01"].case.vc_hints[1].reference.path)
     g.validate()
 
 
@@ -349,9 +351,9 @@ def test_a_pixel_copy_gets_vc_0_whatever_the_judge_says(tmp_path):
     [copied] = run_cases(copier, ["prior_conflicting/pc02"], GeniusOptions(), tmp_path / "a")
     hint = copied["rounds"][0]["vc"][0]
     assert hint["pixels"]["copy"] is True and hint["pixels"]["mean_abs_diff"] == 0
-    assert [j["status"] for j in hint["copy"]] == ["skipped"] * 3 and [j["status"] for j in hint["rounds"]] == ["skipped"] * 3
+    assert hint["copy"]["status"] == "skipped" and [j["status"] for j in hint["rounds"]] == ["skipped"] * 3
     assert copier.calls["vc"] == 0 and copier.calls["copy"] == 0
-    assert copied["item"]["vc"] == [{"copied": True, "rounds": []}] and copied["scores"]["vc"] == 0.0
+    assert copied["item"]["vc"] == [{"copied": True, "rounds": [], "has_reference": True}] and copied["scores"]["vc"] == 0.0
     assert copied["scores"]["rc"] == 100.0
 
     drawer = ScriptedGenius(marks())
@@ -360,7 +362,7 @@ def test_a_pixel_copy_gets_vc_0_whatever_the_judge_says(tmp_path):
 
 
 def test_the_judges_copy_answer_and_its_failure(tmp_path):
-    says_copy = ScriptedGenius(marks({"copy": [1]}))
+    says_copy = ScriptedGenius(marks({"copy": [0]}))  # official polarity: Copy: 0 means a copy
     [record] = run_cases(says_copy, ["prior_conflicting/pc02"], GeniusOptions(), tmp_path / "a")
     assert record["scores"]["vc"] == 0.0 and says_copy.calls["vc"] == 0
 
@@ -405,7 +407,7 @@ def test_aggregation_from_records_by_hand(tmp_path):
 
     def script(metric: str, generation: int, repeat: int, prompt: str) -> str:
         if metric == "copy":
-            return "Copy: 0"
+            return "Copy: 1"  # not a copy
         if metric == "vc" and generation == 2:
             value = [2, 2, 2][repeat] if "fountain" in prompt else [0, 0, 1][repeat]
         else:
