@@ -24,6 +24,11 @@ _EXPORTS = {
     "Bindings": "umni.bindings",
     "Cache": "umni.store",
     "Outcome": "umni.outcomes",
+    "CaseResult": "umni.outcomes",
+    "RetryPolicy": "umni.policy",
+    "CachePolicy": "umni.policy",
+    "Kind": "umni.kinds",
+    "Protocol": "umni.protocol",
 }
 
 __all__ = ["__version__", *_EXPORTS]
@@ -33,7 +38,10 @@ if TYPE_CHECKING:
     from .config import RunConfig
     from .evaluation import RunResult, evaluate, evaluate_async
     from .graph import Graph, ImageFile, Ref
-    from .outcomes import Outcome
+    from .kinds import Kind
+    from .outcomes import CaseResult, Outcome
+    from .policy import CachePolicy, RetryPolicy
+    from .protocol import Protocol
     from .runner import Runner
     from .store import Cache
 
