@@ -344,6 +344,20 @@ class LoadedPipeline:
         self.call_args = frozenset(inspect.signature(type(pipe).__call__).parameters)
         self.batcher = MicroBatcher(self._run_group)
 
+    def truncation_notes(self, prompt: str) -> tuple[str, ...]:
+        """A ``prompt_truncated`` note for each CLIP-style tokenizer of the pipeline that cuts the prompt
+        (77 tokens for Stable Diffusion's text encoders); diffusers only logs that on the console."""
+        notes = []
+        for name in ("tokenizer", "tokenizer_2"):
+            tokenizer = getattr(self.pipe, name, None)
+            limit = getattr(tokenizer, "model_max_length", None)
+            if tokenizer is None or not isinstance(limit, int) or limit > 4096:
+                continue  # absent, or a tokenizer without a real limit (T5's is huge or unset)
+            length = len(tokenizer(prompt, truncation=False)["input_ids"])
+            if length > limit:
+                notes.append(f"prompt_truncated: {name} keeps {limit} of the prompt's {length} tokens")
+        return tuple(notes)
+
     def run(self, requests: list[_Request], *, edit: bool, call: dict[str, Any]) -> list[Any]:
         """One pipeline call for ``requests`` (all compatible); one image or exception per request."""
         import torch
@@ -578,7 +592,11 @@ class DiffusersBackend(Backend):
         images = tuple(part for part in parts if isinstance(part, Image.Image))
         if images and EDIT in self.kind.roles:
             return await self._submit(prompt, images, seed, edit=True)
-        return await self._submit(prompt, (), seed, edit=False)
+        reply = await self._submit(prompt, (), seed, edit=False)
+        if images:  # said on the node and counted in the summary, not only visible as images_in: 0
+            note = f"images_ignored: {len(images)} image(s) in the prompt not given to {self.source.class_name}, which draws from text only"
+            reply.notes = (*reply.notes, note)
+        return reply
 
     async def edit(self, images: Sequence[Image.Image], instruction: str, *, seed: int = 0) -> ImageReply:
         """Change the first image as the instruction says (all images for multi-image pipelines)."""
@@ -603,7 +621,7 @@ class DiffusersBackend(Backend):
             (request, edit, call), key=key, limit=self.batch_size if batchable else 1
         )
         usage = Usage(calls=1, images_in=len(images), images_out=1)
-        return ImageReply(image=image, usage=usage)
+        return ImageReply(image=image, usage=usage, notes=self.pipeline.truncation_notes(prompt))
 
     def _call_params(self) -> dict[str, Any]:
         call: dict[str, Any] = {}

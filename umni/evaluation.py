@@ -175,7 +175,7 @@ def _check_run_db(out: Path, store: RunStore, manifest: dict[str, Any]) -> None:
         )
 
 
-def prepare(request: RunConfig, *, shared: dict[str, Any] | None = None) -> "Prepared":
+def prepare(request: RunConfig, *, shared: dict[str, Any] | None = None) -> Prepared:
     """Everything that can fail on bad input, done before any model is loaded or called."""
     protocol = get_protocol(request.protocol)
     options = protocol.parse_options(dict(request.options))
@@ -367,11 +367,14 @@ def _summary(
 ) -> dict[str, Any]:
     failures: Counter[str] = Counter()
     statuses: Counter[str] = Counter()
+    node_notes: Counter[str] = Counter()
     for record in records:
         for node in record.get("nodes", {}).values():
             statuses[node["status"]] += 1
             if "failure" in node:
                 failures[node["failure"]["kind"]] += 1
+            for note in node.get("notes", ()):
+                node_notes[note.partition(":")[0].strip()] += 1
     counts = {
         "cases": len(records),
         "nodes": sum(stats.statuses.values()) + reused_nodes,
@@ -400,6 +403,9 @@ def _summary(
         "wall_seconds": round(seconds, 3),
         "skipped_cases": [asdict(s) for s in case_set.skipped],
         "notes": len(case_set.notes),
+        # inputs a backend could not honour (context images a text-only model ignored, prompts cut to
+        # the text encoder's length), by kind; each is listed on its node in results.jsonl
+        "node_notes": dict(sorted(node_notes.items())),
         "scores": _scores(protocol, records, options, bindings),
     }
 

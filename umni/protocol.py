@@ -167,5 +167,7 @@ def node_status(outcomes: Mapping[str, Outcome]) -> dict[str, dict[str, Any]]:
         entry: dict[str, Any] = {"status": "done" if outcome.ok else outcome.status}
         if outcome.failure is not None:
             entry["failure"] = outcome.failure.to_json()
+        if outcome.ok and outcome.output and outcome.output.get("notes"):
+            entry["notes"] = list(outcome.output["notes"])  # what the backend could not honour
         result[nid] = entry
     return result

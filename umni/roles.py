@@ -142,10 +142,16 @@ class ChoiceReply:
 
 @dataclass
 class ImageReply:
-    """An image made by a generate or edit call."""
+    """An image made by a generate or edit call.
+
+    ``notes`` says what the backend could not honour without failing, as ``"kind: detail"`` lines
+    (``images_ignored: …``, ``prompt_truncated: …``): the node records them and the run summary counts
+    them by kind (``node_notes``), so a silently weakened input is never invisible.
+    """
 
     image: Image.Image
     usage: Usage = field(default_factory=Usage)
+    notes: tuple[str, ...] = ()
 
 
 @dataclass

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from typing import ClassVar
 
 from .. import roles as R
@@ -30,7 +29,7 @@ class Edit(Kind):
         backend = ctx.backend
         reply = await ctx.call(lambda: backend.edit(images, instruction, seed=ctx.seed()))
         ref = await ctx.store_image(reply.image)
-        return ImageOutput(image=ref.model_dump(), usage=asdict(reply.usage))
+        return ImageOutput.of(ref, reply)
 
 
 register(Edit())

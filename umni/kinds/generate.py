@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any, ClassVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from .. import roles as R
 from ..graph import OutputType
@@ -14,10 +14,18 @@ from .base import Kind, KindContext
 
 
 class ImageOutput(BaseModel):
-    """A stored image (its ImageRef fields) and what the call consumed."""
+    """A stored image (its ImageRef fields) and what the call consumed; ``notes`` (the backend's
+    "kind: detail" lines) is present only when the backend gave some, so other outputs keep their shape."""
+
+    model_config = ConfigDict(extra="allow")
 
     image: dict[str, Any]
     usage: dict[str, Any]
+
+    @classmethod
+    def of(cls, ref: Any, reply: R.ImageReply) -> ImageOutput:
+        extra = {"notes": list(reply.notes)} if reply.notes else {}
+        return cls(image=ref.model_dump(), usage=asdict(reply.usage), **extra)
 
 
 class Generate(Kind):
@@ -31,7 +39,7 @@ class Generate(Kind):
         backend = ctx.backend
         reply = await ctx.call(lambda: backend.generate(parts, seed=ctx.seed()))
         ref = await ctx.store_image(reply.image)
-        return ImageOutput(image=ref.model_dump(), usage=asdict(reply.usage))
+        return ImageOutput.of(ref, reply)
 
 
 register(Generate())
