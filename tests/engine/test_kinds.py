@@ -3,7 +3,7 @@ a new kind or tool role added from one module, and typed handles passed on with 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, runtime_checkable
 from typing import Protocol as TypingProtocol
 
@@ -12,6 +12,7 @@ import pytest
 from fakes import ScriptedBackend
 from PIL import Image
 from pydantic import BaseModel
+from tenacity import RetryCallState
 
 from umni.bindings import Bindings
 from umni.errors import ConfigError
@@ -266,3 +267,51 @@ def test_outcomes_come_back_with_the_graphs_handles_and_are_read_by_them(tmp_pat
     assert isinstance(result, CaseResult) and result.handles == Handles(Ref("draw"), Ref("q"))
     assert result[result.handles.question] is result["q"]
     assert result[result.handles.image].image is not None
+
+
+# ------------------------------------------------------------------- retries after the first try
+
+
+@dataclass(frozen=True)
+class RecordingPolicy(RetryPolicy):
+    """Waits nothing, and notes the attempt number and error each wait was asked for."""
+
+    seen: list[tuple[int, str]] = field(default_factory=list, compare=False)
+
+    def wait(self, state: RetryCallState) -> float:
+        self.seen.append((state.attempt_number, str(state.outcome.exception())))
+        return 0.0
+
+
+def test_retries_after_a_direct_first_attempt_keep_tenacitys_attempt_numbers(tmp_path):
+    backend = ScriptedBackend(fail_times={"respond": 2})
+    events: list[dict[str, Any]] = []
+    policy = RecordingPolicy(max_attempts=4)
+    g = Graph("c")
+    g.respond("plan", "a plan")
+    runner = Runner(bind(backend), Cache(tmp_path), retry=policy)
+    runner.events.emit = lambda event, **fields: events.append({"event": event, **fields})  # type: ignore[method-assign]
+    out = run(runner, g)
+    assert out["plan"].status == "computed" and backend.calls == {"respond": 3}
+    assert [n for n, _ in policy.seen] == [1, 2] and all("scripted failure of respond" in e for _, e in policy.seen)
+    assert [e["attempt"] for e in events if e["event"] == "node.retry"] == [1, 2]
+    assert runner.stats.calls["understand"] == 3
+
+
+def test_the_attempt_limit_and_the_time_budget_stop_retries(tmp_path):
+    backend = ScriptedBackend(fail_times={"respond": 10})
+    g = Graph("c")
+    g.respond("plan", "a plan")
+    out = run(Runner(bind(backend), Cache(tmp_path), retry=RecordingPolicy(max_attempts=3)), g)
+    assert (out["plan"].failure.kind, out["plan"].failure.attempts, backend.calls["respond"]) == ("backend", 3, 3)
+    spent = ScriptedBackend(fail_times={"respond": 10})
+    out = run(Runner(bind(spent), Cache(tmp_path / "b"), retry=RecordingPolicy(max_attempts=9, budget_seconds=0.0)), g)
+    assert (out["plan"].failure.attempts, spent.calls["respond"]) == (1, 1)  # no time left for a second try
+
+
+def test_a_failure_that_is_not_retryable_is_not_retried(tmp_path):
+    backend = ScriptedBackend(fail_times={"respond": 1}, retryable=False)
+    g = Graph("c")
+    g.respond("plan", "a plan")
+    out = run(Runner(bind(backend), Cache(tmp_path), retry=RecordingPolicy(max_attempts=5)), g)
+    assert (out["plan"].status, backend.calls["respond"]) == ("failed", 1)

@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 import anyio
 from PIL import Image
 from pydantic import BaseModel
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, stop_before_delay
+from tenacity import RetryCallState, stop_after_attempt, stop_before_delay
 
 from ..artifacts import ImageRef, encode_for_store, fingerprint
 from ..errors import BackendError, ConfigError, DegenerateOutput
@@ -80,10 +80,6 @@ def check_usage(usage: Usage) -> None:
             raise BackendError(f"the backend reported an invalid usage count: {name}={value!r}", retryable=False)
 
 
-def _retryable(exc: BaseException) -> bool:
-    return isinstance(exc, BackendError) and exc.retryable
-
-
 class KindContext:
     """One execution of one node: its inputs, its backend, and calls under its retry policy."""
 
@@ -116,35 +112,57 @@ class KindContext:
 
     # calls ----------------------------------------------------------------
     async def call(self, fn: Callable[[], Awaitable[Any]]) -> Any:
-        """One backend call under the node's retry policy; counts every attempt as a call."""
+        """One backend call under the node's retry policy; counts every attempt as a call.
+
+        The first attempt runs directly (most calls succeed at once, and building tenacity's retry
+        machinery costs about 70 us a call); a retryable failure continues in `_retry`, which keeps
+        the attempt numbers, waits and time budget of an uninterrupted tenacity loop."""
         role = self.node.role or "compute"
+        started = time.monotonic()
+        try:
+            reply = await self._counted(role, fn)
+        except BackendError as exc:
+            if not exc.retryable or self.retry.max_attempts <= 1:
+                raise
+            reply = await self._retry(role, fn, exc, started)
+        return self._accepted(role, reply)
+
+    async def _counted(self, role: str, fn: Callable[[], Awaitable[Any]]) -> Any:
+        self.calls += 1
+        self.services.stats.calls[role] += 1
+        return await self._attempt(fn)
+
+    def _accepted(self, role: str, reply: Any) -> Any:
+        usage = getattr(reply, "usage", None)
+        if isinstance(usage, Usage):
+            check_usage(usage)
+            self.services.stats.add_usage(role, usage)
+        return reply
+
+    async def _retry(self, role: str, fn: Callable[[], Awaitable[Any]], failure: BackendError, started: float) -> Any:
+        """Attempts 2, 3, ... after a retryable failure: tenacity's stop and wait rules (attempts,
+        time budget counted from the first attempt, backoff or Retry-After) on its call state."""
         policy = self.retry
-        services = self.services
-
-        def before_sleep(state: RetryCallState) -> None:
-            exc = state.outcome.exception() if state.outcome else None
-            services.progress.bump("retrying")
+        stop = stop_after_attempt(policy.max_attempts) | stop_before_delay(policy.budget_seconds)
+        state = RetryCallState(None, None, (), {})
+        state.start_time = started
+        exc: BaseException = failure
+        while True:
+            state.set_exception((type(exc), exc, exc.__traceback__))
+            state.upcoming_sleep = policy.wait(state)
+            if stop(state):
+                raise exc
+            self.services.progress.bump("retrying")
             self.emit("node.retry", attempt=state.attempt_number, error=str(exc))
-
-        async for attempt in AsyncRetrying(
-            stop=stop_after_attempt(policy.max_attempts) | stop_before_delay(policy.budget_seconds),
-            wait=policy.wait,
-            retry=retry_if_exception(_retryable),
-            before_sleep=before_sleep,
-            reraise=True,
-        ):
-            with attempt:
-                self.calls += 1
-                services.stats.calls[role] += 1
-                if attempt.retry_state.attempt_number > 1:
-                    services.progress.bump("retrying", -1)
-                reply = await self._attempt(fn)
-                usage = getattr(reply, "usage", None)
-                if isinstance(usage, Usage):
-                    check_usage(usage)
-                    services.stats.add_usage(role, usage)
-                return reply
-        raise AssertionError("unreachable")  # pragma: no cover
+            await anyio.sleep(state.upcoming_sleep)
+            state.prepare_for_next_attempt()
+            self.services.progress.bump("retrying", -1)
+            try:
+                return await self._counted(role, fn)
+            except BackendError as again:
+                if not again.retryable:
+                    raise
+                exc = again
 
     async def _attempt(self, fn: Callable[[], Awaitable[Any]]) -> Any:
         timeout = self.retry.attempt_timeout
