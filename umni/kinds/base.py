@@ -186,8 +186,8 @@ class KindContext:
 
 class Kind:
     """A node kind. Subclass, set the class attributes, implement `execute`, and register an
-    instance with `umni.kinds.register` in a module of the `umni.kinds` package (found by
-    itself) or of a plugin's ``umni.kinds`` entry point."""
+    instance with `umni.kinds.register` in a module of the `umni.kinds` package (named in its
+    import line) or in a module a plugin lists under the ``umni.kinds`` entry-point group."""
 
     name: ClassVar[str]
     #: The role a node of this kind uses when the graph names none (None: it must name one).

@@ -1,7 +1,7 @@
 """``tool``: one call of a tool role (ocr, detect, embed, ...) on one image; output {"value"}.
 
-Each tool role is one module of `umni.kinds.tools`, found by itself: adding a tool role is adding
-that file (and binding a backend that implements its interface).
+Each tool role is one module of `umni.kinds.tools` (a `ToolRole` naming its backend interface):
+adding a tool role is adding that module, after which ``--role NAME=SPEC`` binds it.
 """
 
 from __future__ import annotations
