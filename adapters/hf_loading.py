@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from umni.filehash import file_sha256
 from umni.errors import BackendError, ConfigError
+from umni.extras import missing_extra_hint
+from umni.filehash import file_sha256
 from umni.roles import DETECT, EMBED, GENERATE, JUDGE, UNDERSTAND
 
 JANUS = "janus"
@@ -286,7 +287,15 @@ def _load_uncached(source: ModelSource, kind: str, device: str, dtype: str) -> L
     try:
         model = model_class.from_pretrained(source.name, dtype=getattr(torch, dtype), **where)
         processor = processor_class.from_pretrained(source.name, **where)
-    except (OSError, ValueError, ImportError) as exc:
+    except ImportError as exc:
+        if "torchvision" in str(exc).lower() or getattr(exc, "name", None) == "torchvision":
+            raise ConfigError(
+                f"hf/{source.name}: this model's processor needs torchvision, which is not installed; "
+                f"install it with {missing_extra_hint(ModuleNotFoundError(name='torchvision'))} (it must be the "
+                "torchvision built for your torch version)"
+            ) from exc
+        raise BackendError(f"hf/{source.name}: loading failed: {exc}", retryable=False) from exc
+    except (OSError, ValueError) as exc:
         raise BackendError(f"hf/{source.name}: loading failed: {exc}", retryable=False) from exc
     model.to(device).eval()
     if kind in (JANUS, VLM) and not getattr(processor, "chat_template", None):

@@ -15,6 +15,8 @@ from umni.choices import parse_choice  # the one multiple-choice reading, shared
 from umni.errors import ParseFailure
 from umni.roles import Detection, option_letter
 
+__all__ = ["ABSOLUTE_PIXEL_FAMILIES", "GRID", "choice_prompt", "grounding_prompt", "parse_choice", "parse_grounding"]
+
 def choice_prompt(options: Sequence[str]) -> str:
     """The text appended to a question so the model answers with a letter."""
     lines = [f"{option_letter(i)}. {text}" for i, text in enumerate(options)]
@@ -30,19 +32,34 @@ GRID = 1000.0
 _BOX_KEYS = ("box_2d", "bbox_2d", "bbox", "box")
 
 
-def grounding_prompt(labels: Sequence[str]) -> str:
-    """Ask a VLM for boxes as JSON on the 0..1000 grid (the convention Qwen-VL-style models learn)."""
+#: Model families that answer grounding questions in pixels of the image as their processor resized
+#: it (Qwen2.5-VL); the others (Qwen2-VL, Qwen3-VL, most VLMs) use the 0..1000 grid.
+ABSOLUTE_PIXEL_FAMILIES = frozenset({"qwen2_5_vl"})
+
+
+def grounding_prompt(labels: Sequence[str], *, pixels: tuple[int, int] | None = None) -> str:
+    """Ask a VLM for boxes as JSON, on the 0..1000 grid, or in pixels of a `pixels` (width, height)
+    image for the families trained that way."""
     names = ", ".join(f'"{label}"' for label in labels)
+    frame = (
+        f"where coordinates are pixels of the {pixels[0]}x{pixels[1]} image"
+        if pixels
+        else "where coordinates are scaled so that the image runs from 0 to 1000 on both axes"
+    )
     return (
         f"Find every instance of these objects in the image: {names}. "
         'Reply with JSON only: a list whose items look like {"label": "<one of the names>", '
-        '"box_2d": [x_min, y_min, x_max, y_max]}, where coordinates are scaled so that the image runs '
-        "from 0 to 1000 on both axes. Reply [] if none of them is present."
+        f'"box_2d": [x_min, y_min, x_max, y_max]}}, {frame}. Reply [] if none of them is present.'
     )
 
 
-def parse_grounding(reply: str, labels: Sequence[str], width: int, height: int) -> list[Detection]:
+def parse_grounding(
+    reply: str, labels: Sequence[str], width: int, height: int, *, frame: tuple[float, float] = (GRID, GRID)
+) -> list[Detection]:
     """Boxes in pixels from a JSON grounding reply; ParseFailure when the reply is not such JSON.
+
+    ``frame`` is the extent the reply's coordinates run over: the 0..1000 grid by default, or the
+    (width, height) of the image as the model saw it for families that answer in pixels.
 
     Items naming a label that was not asked for are dropped (the model saw something else); items
     without four finite numbers make the whole reply a failure, since silently dropping them would
@@ -63,10 +80,10 @@ def parse_grounding(reply: str, labels: Sequence[str], width: int, height: int) 
             raise ParseFailure(f"grounding reply: box {box!r} is not four numbers", raw=reply)
         if label.strip().lower() not in wanted:
             continue
-        x0, y0, x1, y1 = (min(max(c, 0.0), GRID) for c in coords)
-        x0, x1 = sorted((x0, x1))
-        y0, y1 = sorted((y0, y1))
-        sx, sy = width / GRID, height / GRID
+        fx, fy = frame
+        x0, x1 = sorted((min(max(coords[0], 0.0), fx), min(max(coords[2], 0.0), fx)))
+        y0, y1 = sorted((min(max(coords[1], 0.0), fy), min(max(coords[3], 0.0), fy)))
+        sx, sy = width / fx, height / fy
         score = item.get("score", 1.0)
         detections.append(Detection(
             label=wanted[label.strip().lower()],

@@ -66,10 +66,19 @@ def _post_process_params(processor: object) -> tuple[str, ...]:
 
 
 def _asked_label(name: str, labels: Sequence[str]) -> str:
-    """Map a detector's phrase back to the label as the caller spelled it (Grounding DINO lowercases)."""
+    """Map a detector's phrase back to the label as the caller spelled it.
+
+    Grounding DINO lowercases, and when asked phrases share words it may merge neighbouring tokens into
+    one phrase ("car car seat", "red apple"); such a box belongs to the asked label that shares the most
+    words with the phrase (the longer label on a tie), so it is not dropped for naming no label exactly."""
+    phrase = name.lower().strip(" .")
     for label in labels:
-        if label.lower() == name.lower().strip(" ."):
+        if label.lower() == phrase:
             return label
+    words = set(phrase.split())
+    best = max(labels, key=lambda label: (len(words & set(label.lower().split())), len(label)), default=None)
+    if best is not None and words & set(best.lower().split()):
+        return best
     return name
 
 

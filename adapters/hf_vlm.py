@@ -16,7 +16,7 @@ from umni.errors import BackendError
 from umni.roles import ChoiceReply, Detection, Part, Usage, option_letter
 
 from .hf_loading import LoadedModel
-from .hf_parsing import choice_prompt, grounding_prompt, parse_choice, parse_grounding
+from .hf_parsing import ABSOLUTE_PIXEL_FAMILIES, GRID, choice_prompt, grounding_prompt, parse_choice, parse_grounding
 
 #: Enough for "Answer: (B)" and a little slack; longer replies are not needed to find a letter.
 LETTER_REPLY_TOKENS = 16
@@ -133,8 +133,24 @@ def _letter_token_ids(tokenizer: Any, letter: str) -> list[int]:
 def ground(
     loaded: LoadedModel, image: Image.Image, labels: Sequence[str], *, max_new_tokens: int = GROUNDING_REPLY_TOKENS,
 ) -> list[Detection]:
-    """Boxes from a VLM asked to answer in JSON on a 0..1000 grid; ParseFailure if it does not."""
+    """Boxes from a VLM asked to answer in JSON, on a 0..1000 grid or, for families that answer in
+    pixels (Qwen2.5-VL), in pixels of the image as the processor resized it; ParseFailure if it does not."""
+    seen = _seen_size(loaded, image) if _family(loaded) in ABSOLUTE_PIXEL_FAMILIES else None
     text, _ = generate_text(
-        loaded, [image, grounding_prompt(labels)], max_new_tokens=max_new_tokens, temperature=0.0, seed=0,
+        loaded, [image, grounding_prompt(labels, pixels=seen)], max_new_tokens=max_new_tokens, temperature=0.0, seed=0,
     )
-    return parse_grounding(text, labels, image.width, image.height)
+    frame = (float(seen[0]), float(seen[1])) if seen else (GRID, GRID)
+    return parse_grounding(text, labels, image.width, image.height, frame=frame)
+
+
+def _family(loaded: LoadedModel) -> str:
+    return str(getattr(loaded.model.config, "model_type", ""))
+
+
+def _seen_size(loaded: LoadedModel, image: Image.Image) -> tuple[int, int]:
+    """(width, height) of the image as the model sees it: Qwen's processor resizes to whole patches and
+    reports the patch grid it made (``image_grid_thw``), so the size comes from the processor itself."""
+    processor = loaded.processor.image_processor
+    grid = processor(images=[image.convert("RGB")], return_tensors="pt")["image_grid_thw"][0]
+    patch = int(processor.patch_size)
+    return int(grid[2]) * patch, int(grid[1]) * patch

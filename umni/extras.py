@@ -13,6 +13,7 @@ EXTRA_OF: dict[str, str] = {
     "diffusers": "hf",
     "accelerate": "hf",
     "safetensors": "hf",
+    "torchvision": "vision",  # Qwen-VL and LLaVA-OneVision image processors
     "torchmetrics": "girbench",
     "cv2": "girbench",
     "rapidocr_onnxruntime": "ocr",
