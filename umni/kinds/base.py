@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 import anyio
 from PIL import Image
 from pydantic import BaseModel
-from tenacity import RetryCallState, stop_after_attempt, stop_before_delay
+from tenacity import RetryCallState, Retrying, stop_after_attempt, stop_before_delay
 
 from ..artifacts import ImageRef, encode_for_store, fingerprint
 from ..errors import BackendError, ConfigError, DegenerateOutput
@@ -33,6 +33,9 @@ from .inputs import InputReader
 
 #: Smallest side an image may have and still be scored.
 MIN_IMAGE_SIDE = 8
+
+#: The retry object a call state names (tenacity wants one; our loop reads only the state).
+_STATE_OWNER = Retrying()
 
 #: A Ref passed to a slot of a node, and the output types that slot accepts.
 Slot = tuple[str, Ref, tuple[OutputType, ...]]
@@ -144,7 +147,7 @@ class KindContext:
         time budget counted from the first attempt, backoff or Retry-After) on its call state."""
         policy = self.retry
         stop = stop_after_attempt(policy.max_attempts) | stop_before_delay(policy.budget_seconds)
-        state = RetryCallState(None, None, (), {})
+        state = RetryCallState(_STATE_OWNER, None, (), {})
         state.start_time = started
         exc: BaseException = failure
         while True:
