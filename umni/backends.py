@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable
 from importlib.metadata import entry_points
 from typing import Any, ClassVar, TypeVar
 
@@ -137,6 +138,17 @@ class Backend:
 
     def usage_key(self) -> str:
         return str(Spec(provider=self.spec.provider, name=self.spec.name))
+
+
+async def start_backends(backends: Iterable[Backend]) -> None:
+    """Start every backend at once: a large judge and a diffusion model load side by side instead of
+    one after the other (each start is mostly waiting on disk, network or a remote cluster)."""
+    try:
+        async with anyio.create_task_group() as group:
+            for backend in backends:
+                group.start_soon(backend.ensure_started)
+    except BaseExceptionGroup as failed:  # one start's own error, as a sequential start raised it
+        raise failed.exceptions[0] from None
 
 
 def _registered() -> dict[str, Any]:

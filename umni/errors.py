@@ -10,10 +10,26 @@ runner records them as typed failures and counts them apart from scores.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 
 class UmniError(Exception):
-    """Base class of every error umni raises on purpose."""
+    """Base class of every error umni raises on purpose.
+
+    Errors cross process boundaries (a Ray replica's failure reaches the driver), so every subclass
+    pickles whatever its constructor looks like: it is rebuilt from its arguments and attributes,
+    without calling ``__init__`` again.
+    """
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_error, (type(self), self.args, dict(self.__dict__)))
+
+
+def _rebuild_error(cls: type[UmniError], args: tuple[Any, ...], state: dict[str, Any]) -> UmniError:
+    error = cls.__new__(cls)
+    Exception.__init__(error, *args)
+    error.__dict__.update(state)
+    return error
 
 
 class InputError(UmniError):

@@ -23,7 +23,7 @@ from typing import Any
 
 import anyio
 
-from .backends import Backend
+from .backends import Backend, start_backends
 from .bindings import Bindings
 from .errors import BackendError, ConfigError, InputError, OutputFailure, StorageError, UmniError
 from .events import EventLog
@@ -204,8 +204,7 @@ class Runner:
     # ------------------------------------------------------------------ public
     async def run(self, jobs: Iterable[CaseJob], on_case_done: CaseDone | None = None) -> RunStats:
         """Run every case; `on_case_done` is called as each case's last node finishes."""
-        for backend in self.bindings.unique():
-            await backend.ensure_started()
+        await start_backends(self.bindings.unique())
         self._active = 0
         self._admitting = False
         self._on_done = on_case_done

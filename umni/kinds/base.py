@@ -177,12 +177,15 @@ class KindContext:
         except TimeoutError:
             raise BackendError(f"no answer within {timeout:g} s", retryable=True) from None
 
-    async def store_image(self, image: Image.Image | None) -> ImageRef:
+    async def store_image(self, image: Image.Image | None, *, png: bytes | None = None) -> ImageRef:
         """Check and store a produced image; PNG encoding runs in a worker thread (Pillow releases
-        the GIL there), so a large image does not hold up every other node."""
+        the GIL there), so a large image does not hold up every other node. ``png`` (bytes already in
+        the stored encoding) is stored as it is, without decoding the image."""
         if image is None or image.width < MIN_IMAGE_SIDE or image.height < MIN_IMAGE_SIDE:
             size = "no image" if image is None else f"{image.width}x{image.height}"
             raise DegenerateOutput(f"the model returned a degenerate image ({size}; need at least {MIN_IMAGE_SIDE}px a side)")
+        if png is not None:
+            return self.services.cache.blobs.put_png(png, image.width, image.height)
         stored, data = await anyio.to_thread.run_sync(encode_for_store, image)
         return self.services.cache.blobs.put_png(data, image.width, image.height, decoded=stored)
 

@@ -28,7 +28,7 @@ class Edit(Kind):
         instruction = " ".join(p for p in ctx.parts() if isinstance(p, str))
         backend = ctx.backend
         reply = await ctx.call(lambda: backend.edit(images, instruction, seed=ctx.seed()))
-        ref = await ctx.store_image(reply.image)
+        ref = await ctx.store_image(reply.image, png=reply.png)
         return ImageOutput.of(ref, reply)
 
 

@@ -38,7 +38,7 @@ class Generate(Kind):
         parts = ctx.parts()
         backend = ctx.backend
         reply = await ctx.call(lambda: backend.generate(parts, seed=ctx.seed()))
-        ref = await ctx.store_image(reply.image)
+        ref = await ctx.store_image(reply.image, png=reply.png)
         return ImageOutput.of(ref, reply)
 
 

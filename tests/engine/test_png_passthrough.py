@@ -1,0 +1,58 @@
+"""An image reply that carries its stored PNG bytes (a remote replica's) is stored as it is: the same
+blob as encoding the image in process, and no re-encoding on the driver."""
+
+import io
+from collections.abc import Sequence
+
+import anyio
+from PIL import Image
+
+import umni.kinds.base as kinds_base
+from umni.artifacts import encode_png
+from umni.backends import Backend
+from umni.bindings import Bindings
+from umni.graph import Graph
+from umni.roles import GENERATE, ImageReply, Part
+from umni.runner import Runner
+from umni.spec import Spec
+from umni.store import Cache
+
+
+def drawing() -> Image.Image:
+    image = Image.new("RGB", (24, 16), (30, 120, 200))
+    image.putpixel((3, 4), (255, 0, 0))
+    return image
+
+
+class Painter(Backend):
+    provider = "painter"
+    roles = frozenset({GENERATE})
+
+    def __init__(self, *, as_bytes: bool) -> None:
+        super().__init__(Spec.parse("painter/one"))
+        self.as_bytes = as_bytes
+
+    async def generate(self, parts: Sequence[Part], *, seed: int = 0) -> ImageReply:
+        if not self.as_bytes:
+            return ImageReply(image=drawing())
+        data = encode_png(drawing())  # what a replica in another process sends
+        return ImageReply(image=Image.open(io.BytesIO(data)), png=data)
+
+
+def run(tmp_path, backend: Painter):
+    graph = Graph("one")
+    graph.generate("draw", ["a dot"])
+    runner = Runner(Bindings({GENERATE: backend}), Cache(tmp_path))
+    return anyio.run(runner.run_graph, graph)["draw"]
+
+
+def test_png_bytes_are_stored_as_they_are(tmp_path, monkeypatch):
+    in_process = run(tmp_path / "a", Painter(as_bytes=False))
+
+    def no_encoding(image):
+        raise AssertionError("the driver re-encoded an image that came with its PNG bytes")
+
+    monkeypatch.setattr(kinds_base, "encode_for_store", no_encoding)
+    remote = run(tmp_path / "b", Painter(as_bytes=True))
+    assert remote.ok and remote.image.sha256 == in_process.image.sha256
+    assert (remote.image.width, remote.image.height) == (24, 16)
