@@ -40,13 +40,14 @@ from typing import Any, ClassVar
 
 from PIL import Image
 
-from umni.filehash import file_sha256
 from umni.backends import Backend
 from umni.errors import BackendError, ConfigError, DegenerateOutput
+from umni.filehash import file_sha256
 from umni.roles import EDIT, GENERATE, ImageReply, Part, Usage
 from umni.spec import Spec
 
 from .diffusion_batching import MicroBatcher
+from .local_models import LOAD_LOCK
 
 # --------------------------------------------------------------------------------------------------
 # What each pipeline class can do
@@ -454,7 +455,8 @@ def loaded_pipeline(source: ModelSource, kind: PipelineKind, dtype: str, device:
     key = (source.location, source.revision, dtype, device)
     with _PIPELINES_LOCK:
         if key not in _PIPELINES:
-            _PIPELINES[key] = LoadedPipeline(_load(source, kind, dtype, device), kind, device)
+            with LOAD_LOCK:
+                _PIPELINES[key] = LoadedPipeline(_load(source, kind, dtype, device), kind, device)
         return _PIPELINES[key]
 
 

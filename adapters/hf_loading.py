@@ -20,6 +20,8 @@ from umni.extras import missing_extra_hint
 from umni.filehash import file_sha256
 from umni.roles import DETECT, EMBED, GENERATE, JUDGE, UNDERSTAND
 
+from .local_models import LOAD_LOCK
+
 JANUS = "janus"
 VLM = "vlm"
 DETECTOR = "detector"
@@ -262,7 +264,8 @@ def load(source: ModelSource, kind: str, device: str, dtype: str) -> LoadedModel
     key = (source.name, source.revision, device, dtype)
     with _CACHE_LOCK:  # held while loading, so two specs racing for one model load it once
         if key not in _CACHE:
-            _CACHE[key] = _load_uncached(source, kind, device, dtype)
+            with LOAD_LOCK:
+                _CACHE[key] = _load_uncached(source, kind, device, dtype)
         return _CACHE[key]
 
 
