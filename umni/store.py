@@ -91,7 +91,7 @@ class Cache:
         made = self._by_backend.get(id(backend))
         if made is None or made[0] is not backend:
             info = dict(self.provenance)
-            info["backend"] = str(getattr(backend, "spec", type(backend).__name__))
+            info["backend"] = scrub(str(getattr(backend, "spec", type(backend).__name__)))  # no URL credentials
             for name in ("device", "dtype"):
                 value = getattr(backend, name, None)
                 if value is not None:
