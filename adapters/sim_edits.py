@@ -79,9 +79,10 @@ def apply_text(scene: Scene, text: str, *, step: int) -> Scene:
             scene.texts.append(quoted)
     # quoted text is something to write, not words describing the scene
     for clause in _clauses(tokenize(_QUOTED.sub(" quoted text ", text))):
-        clause = _apply_replacements(scene, _without_negated(clause), step)
-        if clause is None:
+        replaced = _apply_replacements(scene, _without_negated(clause), step)
+        if replaced is None:
             continue
+        clause = replaced
         phrases = noun_phrases(clause)
         _register_things(scene, clause, phrases)
         _apply_attributes(scene, clause, phrases, step)
@@ -258,9 +259,9 @@ def _apply_attributes(scene: Scene, clause: list[str], phrases: list[Phrase], st
             continue
         before = [p for p in phrases if p.end <= pos]
         after = [p for p in phrases if p.start > pos]
-        phrase = before[-1] if before else (after[0] if after else None)
-        if phrase is not None:
-            _set_attribute(scene, phrase, token, step, said)
+        nearest = before[-1] if before else (after[0] if after else None)
+        if nearest is not None:
+            _set_attribute(scene, nearest, token, step, said)
 
 
 def _set_attribute(scene: Scene, phrase: Phrase, word: str, step: int, said: _Said) -> None:

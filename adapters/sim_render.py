@@ -130,7 +130,7 @@ def render(scene: Scene, *, seed: int) -> Image.Image:
         fill = _fill(colours) or _UNCOLOURED
         outline = COLOURS[colours[1]] if len(colours) > 1 else _INK
         _shape(draw, _SHAPES[_digest("shape", thing.name) % len(_SHAPES)], x, y, r, fill, outline)
-        for index, (part, attrs) in enumerate(list(thing.parts.items())[:3]):
+        for index, (_part, attrs) in enumerate(list(thing.parts.items())[:3]):
             px = x + (index - 1) * r * 0.6
             py = y - r * 0.45
             pr = r * 0.32

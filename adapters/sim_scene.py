@@ -161,7 +161,7 @@ class Scene:
             raise ValueError("not a sim scene of a known format")
         return cls(
             things=[Thing(t["name"], list(t["words"]), dict(t["attrs"]), dict(t["parts"])) for t in data["things"]],
-            relations=[tuple(r) for r in data["relations"]],  # type: ignore[misc]
+            relations=[tuple(r) for r in data["relations"]],
             facts=[
                 Fact(f["text"].split(" ") if f["text"] else [], int(f["step"]), float(f.get("weight", 1.0)))
                 for f in data["facts"]

@@ -34,16 +34,22 @@ _EXPORTS = {
 __all__ = ["__version__", *_EXPORTS]
 
 if TYPE_CHECKING:
-    from .bindings import Bindings
-    from .config import RunConfig
-    from .evaluation import RunResult, evaluate, evaluate_async
-    from .graph import Graph, ImageFile, Ref
-    from .kinds import Kind
-    from .outcomes import CaseResult, Outcome
-    from .policy import CachePolicy, RetryPolicy
-    from .protocol import Protocol
-    from .runner import Runner
-    from .store import Cache
+    from .bindings import Bindings as Bindings
+    from .config import RunConfig as RunConfig
+    from .evaluation import RunResult as RunResult
+    from .evaluation import evaluate as evaluate
+    from .evaluation import evaluate_async as evaluate_async
+    from .graph import Graph as Graph
+    from .graph import ImageFile as ImageFile
+    from .graph import Ref as Ref
+    from .kinds import Kind as Kind
+    from .outcomes import CaseResult as CaseResult
+    from .outcomes import Outcome as Outcome
+    from .policy import CachePolicy as CachePolicy
+    from .policy import RetryPolicy as RetryPolicy
+    from .protocol import Protocol as Protocol
+    from .runner import Runner as Runner
+    from .store import Cache as Cache
 
 
 def __getattr__(name: str) -> Any:

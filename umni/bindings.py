@@ -28,7 +28,7 @@ class Bindings:
         roles: Iterable[str | tuple[str, Spec]] = (),
         *,
         shared: dict[str, Backend] | None = None,
-    ) -> "Bindings":
+    ) -> Bindings:
         """`shared` maps spec text to instances reused across several bindings (a sweep's runs)."""
         instances: dict[str, Backend] = shared if shared is not None else {}
 
@@ -83,7 +83,7 @@ class Bindings:
     def identities(self) -> dict[str, dict[str, Any]]:
         return {role: b.identity() for role, b in sorted(self.backends.items())}
 
-    def replaced(self, role: str, spec: Spec) -> "Bindings":
+    def replaced(self, role: str, spec: Spec) -> Bindings:
         """A copy with one role rebound (used by rejudge)."""
         reuse = {str(b.spec): b for b in self.unique()}
         backend = reuse.get(str(spec)) or create_backend(spec)

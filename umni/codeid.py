@@ -95,7 +95,7 @@ def _callable(fn: Any, *, depth: int, seen: set[int]) -> Any:
         return _class(fn, depth=depth, seen=seen)
     if isinstance(fn, types.FunctionType):
         return _function(fn, depth=depth, seen=seen)
-    call = getattr(type(fn), "__call__", None)
+    call = getattr(type(fn), "__call__", None)  # noqa: B004 -- the class's own method, to fingerprint its code
     if call is not None:  # a callable object: its class's code and its own state
         return {"object_of": _class(type(fn), depth=depth, seen=seen), "state": _value(fn, depth=depth, seen=seen, as_state=True)}
     raise Unfingerprintable(f"{fn!r} is not a function")
@@ -279,7 +279,7 @@ def _is_library(module: str | None) -> bool:
     return any(resolved.startswith(root + "/") for root in _LIBRARY_ROOTS)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _module_version(module: str) -> str | None:
     top = module.split(".")[0]
     if top in sys.stdlib_module_names or top == "builtins":

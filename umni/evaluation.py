@@ -8,6 +8,7 @@ different command is refused rather than mixed in.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import time
@@ -272,7 +273,7 @@ async def evaluate_async(
         done_before = store.complete_ids()
         by_id = {protocol.case_id(c): c for c in cases}
         jobs = [
-            CaseJob(position, cid, lambda case=case: protocol.build(case, options))
+            CaseJob(position, cid, functools.partial(protocol.build, case, options))
             for position, (cid, case) in enumerate(by_id.items())
             if cid not in done_before
         ]

@@ -79,7 +79,7 @@ class Progress:
             self._start_done = value
         self._maybe_log()
 
-    def __enter__(self) -> "Progress":
+    def __enter__(self) -> Progress:
         self._started = self._last_log = self._clock()
         self._start_done = self._cases_done
         if self.mode == "live":

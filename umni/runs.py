@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from enum import Enum
 from pathlib import Path
 from typing import Any, Literal, Union, get_args, get_origin
@@ -38,11 +38,11 @@ def _info(path: Path) -> RunInfo:
         summary = json.loads(summary_path.read_text())
         cell, _ = run_coverage(summary)
         stamp = summary_path.stat().st_mtime
-        return RunInfo(path, summary.get("protocol", "?"), run_label(summary), datetime.fromtimestamp(stamp, timezone.utc),
+        return RunInfo(path, summary.get("protocol", "?"), run_label(summary), datetime.fromtimestamp(stamp, UTC),
                        summary.get("scores", {}).get("overall"), cell.answered, cell.total, "done")
     stamp = (path / "run.json").stat().st_mtime
     bindings = {"bindings": manifest.get("bindings", {})}
-    return RunInfo(path, manifest.get("protocol", "?"), run_label(bindings), datetime.fromtimestamp(stamp, timezone.utc),
+    return RunInfo(path, manifest.get("protocol", "?"), run_label(bindings), datetime.fromtimestamp(stamp, UTC),
                    None, None, None, "unfinished" if is_complete(path) else "incomplete")
 
 

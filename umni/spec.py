@@ -23,7 +23,7 @@ class Spec(BaseModel):
     params: tuple[tuple[str, str], ...] = ()
 
     @classmethod
-    def parse(cls, text: str) -> "Spec":
+    def parse(cls, text: str) -> Spec:
         refuse_inline_secrets(text)
         body, _, query = text.strip().partition("?")
         provider, sep, name = body.partition("/")

@@ -86,7 +86,7 @@ class NumericalTask(_Record):
         return cleaned
 
     @model_validator(mode="after")
-    def _one_count_per_object(self) -> "NumericalTask":
+    def _one_count_per_object(self) -> NumericalTask:
         if len(self.objects) != len(self.number):
             raise ValueError(f"{len(self.objects)} objects but {len(self.number)} counts; give one count per object")
         return self
@@ -159,7 +159,7 @@ class SpatialTask(_Record):
         return [c for group in self.colors for c in ([group] if isinstance(group, str) else group)]
 
     @model_validator(mode="after")
-    def _consistent(self) -> "SpatialTask":
+    def _consistent(self) -> SpatialTask:
         names = self.flat_objects
         if len(set(names)) != len(names):
             raise ValueError(f"object names must be distinct, got {names}")
@@ -361,7 +361,7 @@ class SudokuSpec(_Record):
         return data
 
     @model_validator(mode="after")
-    def _grids_fit(self) -> "SudokuSpec":
+    def _grids_fit(self) -> SudokuSpec:
         n = self.grid_size
         for name, grid, low in (("grid", self.grid, 0), ("solution", self.solution, 1)):
             if grid is None:
@@ -551,7 +551,7 @@ def load_puzzle_cases(root: str | Path, question_dir: str = "question") -> list[
     ]
 
 
-def missing_images(cases: Iterable[ImageCase]) -> list[tuple[str, Path]]:
+def missing_images(cases: Iterable[PuzzleCase | UniCase | PerceptionCase | VisualLogicCase]) -> list[tuple[str, Path]]:
     """(case id, path) of every image a case needs that is not on disk, in case order."""
     missing = []
     for case in cases:

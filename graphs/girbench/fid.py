@@ -156,7 +156,7 @@ def write_random_weights(path: str | Path, *, seed: int = 0) -> Path:
     _require_torch_fidelity()
     fid = _import_fid()
 
-    class _Unloaded(fid.NoTrainInceptionV3):  # type: ignore[misc, name-defined]
+    class _Unloaded(fid.NoTrainInceptionV3):  # type: ignore[name-defined]
         def load_state_dict(self, state_dict: Any, strict: bool = True, assign: bool = False) -> Any:
             return None  # keep the random initialisation
 

@@ -470,7 +470,8 @@ def _score(
     *,
     version: str = "1",
     files: dict[str, Path] | None = None,
-    **inputs: Ref,
+    inputs: Mapping[str, Ref] | None = None,
+    **named: Ref,
 ) -> Ref:
     """A compute node with the case's ground truth in its cache key (`const`), so two cases whose
     detections agree but whose truths differ never share a result. Case files the scorer reads enter
@@ -479,7 +480,7 @@ def _score(
     if files:
         sha256 = {name: _file_sha256(path) for name, path in sorted(files.items())}
         const = {"truth": {**truth, "files_sha256": sha256}, "files": {name: str(path) for name, path in sorted(files.items())}}
-    return g.compute(id, fn, version=version, const=const, **inputs)
+    return g.compute_with(id, fn, {**(inputs or {}), **named}, version=version, const=const)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -628,7 +629,7 @@ class GirBench(Protocol[GirCase, GirOptions]):
         return {
             "title": "GIR-Bench case folder (task files under prompt/ or reference/prompt/)",
             "type": "object",
-            "properties": {name: TypeAdapter(kind).json_schema() for name, kind in files.items()},
+            "properties": {name: TypeAdapter[Any](kind).json_schema() for name, kind in files.items()},
         }
 
     def load(self, path: Path, options: BaseModel) -> CaseSet[GirCase]:
@@ -691,7 +692,7 @@ class GirBench(Protocol[GirCase, GirOptions]):
             else:
                 generated = g.tool("embed/image", EMBED, image)
                 refs = {f"ref_{i:03d}": g.tool(f"embed/ref/{i}", EMBED, ImageFile(p)) for i, p in enumerate(data.references)}
-                score = _score(g, "similarity", scoring.score_similarity, {}, generated=generated, **refs)
+                score = _score(g, "similarity", scoring.score_similarity, {}, inputs={"generated": generated, **refs})
                 h = GirHandles(image, score, (image, generated, *refs.values()))
         if _metric_unavailable(case, "uni_understanding", opts) is None:
             assert case.vqa is not None
@@ -715,7 +716,7 @@ class GirBench(Protocol[GirCase, GirOptions]):
             "question_lines": g.tool("ocr/question", OCR, ImageFile(data.question_image)),
             "answer_lines": g.tool("ocr/answer", OCR, ImageFile(data.answer_image)),
         }
-        score = _score(g, "score", scoring.score_sudoku, truth, version="2", **inputs)
+        score = _score(g, "score", scoring.score_sudoku, truth, version="2", inputs=inputs)
         return GirHandles(image, score, (image, lines, inputs["question_lines"], inputs["answer_lines"]))
 
     # ------------------------------------------------------------------------------ records

@@ -40,11 +40,11 @@ from .sudoku import grid_box_from_digits, official_digits, official_sudoku_accur
 
 
 def _detections(raw: Iterable[dict[str, Any]]) -> list[Detection]:
-    return [Detection(label=d["label"], box=tuple(d["box"]), score=float(d["score"])) for d in raw]  # type: ignore[arg-type]
+    return [Detection(label=d["label"], box=tuple(d["box"]), score=float(d["score"])) for d in raw]
 
 
 def _ocr_lines(raw: Iterable[dict[str, Any]]) -> list[OcrLine]:
-    return [OcrLine(text=d["text"], box=tuple(d["box"]), confidence=float(d["confidence"])) for d in raw]  # type: ignore[arg-type]
+    return [OcrLine(text=d["text"], box=tuple(d["box"]), confidence=float(d["confidence"])) for d in raw]
 
 
 def score_numerical(truth: dict[str, Any], *, detections: list[dict[str, Any]]) -> dict[str, Any]:

@@ -7,11 +7,11 @@ from typing import Any
 import anyio
 import pytest
 from PIL import Image, ImageDraw, ImageFont
-from umni_adapters.rapidocr import RapidOcrBackend
 
 from umni.errors import ConfigError
 from umni.roles import OCR, OcrLine
 from umni.spec import Spec
+from umni_adapters.rapidocr import RapidOcrBackend
 
 pytest.importorskip("rapidocr_onnxruntime")
 

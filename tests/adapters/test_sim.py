@@ -475,7 +475,7 @@ def umnibench_accuracy(backend: SimBackend, cases, *, image_of_case=None) -> flo
         images = {case.id: await stage_images(case) for case in cases}
         right = total = 0
         for number, case in enumerate(cases):
-            shown = images[(image_of_case or (lambda n: case.id))(number)]
+            shown = images[(image_of_case or (lambda n, case=case: case.id))(number)]
             for stage, image in zip(STAGES, shown):
                 for question in case.stage(stage).questions:
                     reply = await backend.choose([image, question.text], question.options)

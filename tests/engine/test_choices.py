@@ -36,10 +36,10 @@ def test_likelihood_against_a_server_without_logprobs_is_a_permanent_error() -> 
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
     import anyio
-    from umni_adapters.openai_http import OpenAIBackend
 
     from umni.errors import BackendError
     from umni.spec import Spec
+    from umni_adapters.openai_http import OpenAIBackend
 
     hits: list[str] = []
 

@@ -138,8 +138,9 @@ def test_judge_parse_failures_are_retried_then_recorded(tmp_path):
 
 
 def test_invalid_and_degenerate_outputs_are_counted_not_scored(tmp_path):
-    from umni.roles import ChoiceReply, ImageReply
     from PIL import Image
+
+    from umni.roles import ChoiceReply, ImageReply
 
     class Broken(ScriptedBackend):
         async def generate(self, parts, *, seed=0):
@@ -239,6 +240,7 @@ def test_an_attempt_that_hangs_is_cut_off_and_bounded(tmp_path):
 def test_downstream_keys_depend_on_image_content_not_on_how_it_was_made(tmp_path):
     """Two generators that draw the same pixels: the answer about the image is computed once."""
     from PIL import Image
+
     from umni.roles import ImageReply, Usage
 
     class Flat(ScriptedBackend):

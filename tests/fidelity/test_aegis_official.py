@@ -14,9 +14,6 @@ from collections.abc import Sequence
 
 import anyio
 import pytest
-from umni_cases import bundled
-from umni_graphs.aegis import PROTOCOL
-from umni_graphs.aegis import prompts as P
 
 from umni.backends import Backend
 from umni.bindings import Bindings
@@ -25,6 +22,9 @@ from umni.roles import MODEL_ROLES, TextReply
 from umni.runner import RetryPolicy, Runner
 from umni.spec import Spec
 from umni.store import Cache
+from umni_cases import bundled
+from umni_graphs.aegis import PROTOCOL
+from umni_graphs.aegis import prompts as P
 
 NO_RETRY = RetryPolicy(max_attempts=1, initial_wait=0, max_wait=0, jitter=0)
 

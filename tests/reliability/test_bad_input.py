@@ -19,6 +19,9 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from umni.cli import main
+from umni.errors import InputError, InputErrors
 from umni_graphs.aegis.cases import load_cases as load_aegis
 from umni_graphs.genius.cases import load_dimension as load_genius_dimension
 from umni_graphs.girbench.cases import (
@@ -29,9 +32,6 @@ from umni_graphs.girbench.cases import (
 )
 from umni_graphs.umnibench import PROTOCOL as UMNIBENCH
 from umni_graphs.wise.cases import load_prompts as load_wise
-
-from umni.cli import main
-from umni.errors import InputError, InputErrors
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = int(os.environ.get("UMNI_HYPOTHESIS_EXAMPLES", "40"))

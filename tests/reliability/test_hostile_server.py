@@ -15,11 +15,11 @@ from typing import Any
 import anyio
 import pytest
 from hostile_server import GIB, HostileServer, bomb_png, chat_with_usage, huge_chunked, image_reply, trickle
-from umni_adapters.openai_http import OpenAIBackend
 
 from umni.errors import BackendError, ConfigError
 from umni.evaluation import RunRequest, evaluate
 from umni.spec import Spec
+from umni_adapters.openai_http import OpenAIBackend
 
 
 def call(spec: str, action: Callable[[OpenAIBackend], Awaitable[Any]]) -> Any:

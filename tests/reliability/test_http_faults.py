@@ -16,12 +16,12 @@ from typing import Any
 import anyio
 import pytest
 from reliability_support import FAST_RETRY, TimedStub, letter_by_hash, openai_spec, read_results
-from umni_adapters.openai_http import OpenAIBackend
 
 from tests.support.openai_server import Fault, OpenAIStubServer
 from umni.evaluation import RunRequest, RunResult, evaluate
 from umni.runner import RetryPolicy
 from umni.spec import Spec
+from umni_adapters.openai_http import OpenAIBackend
 
 CASES = 3
 #: Calls one UmniBench case makes: generate, two edits, nine questions.

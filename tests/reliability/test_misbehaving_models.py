@@ -15,12 +15,12 @@ import pytest
 from PIL import Image
 from reliability_support import FAST_RETRY, letter_by_hash, openai_spec, read_results
 from tiny_protocol import DrawAndJudge, ScriptedModel, run_protocol
-from umni_graphs.umnibench import PROTOCOL as UMNIBENCH
 
 from tests.support.openai_server import OpenAIStubServer
 from umni.bindings import Bindings
 from umni.evaluation import RunRequest, evaluate
 from umni.roles import ChoiceReply
+from umni_graphs.umnibench import PROTOCOL as UMNIBENCH
 
 REPO = Path(__file__).resolve().parents[2]
 UMNI_CASES = 2

@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 from reliability_support import files_containing, letter_by_hash, openai_spec, read_results
 from tiny_protocol import DrawAndJudge, ScriptedModel, run_protocol
-from umni_graphs.aegis.cases import load_cases as load_aegis
-from umni_graphs.genius.cases import load_dimension as load_genius_dimension
-from umni_graphs.girbench.cases import load_visual_logic_cases
 
 from tests.support.openai_server import Fault, OpenAIStubServer
 from umni.bindings import Bindings
 from umni.errors import InputError, InputErrors
 from umni.evaluation import RunRequest, evaluate
+from umni_graphs.aegis.cases import load_cases as load_aegis
+from umni_graphs.genius.cases import load_dimension as load_genius_dimension
+from umni_graphs.girbench.cases import load_visual_logic_cases
 
 REPO = Path(__file__).resolve().parents[2]
 SOURCE_DIRS = ("umni", "graphs", "adapters")

@@ -13,7 +13,6 @@ import time
 from pathlib import Path
 
 import pytest
-from umni_graphs.girbench.cases import load_visual_logic_cases
 
 from umni.agreement import run_judgements
 from umni.caseio import confined_path, jsonl_lines
@@ -21,6 +20,7 @@ from umni.completion import MARKER
 from umni.errors import InputError, InputErrors, StorageError
 from umni.evaluation import RunRequest, evaluate
 from umni.rejudge import rejudge
+from umni_graphs.girbench.cases import load_visual_logic_cases
 
 REPO = Path(__file__).resolve().parents[2]
 

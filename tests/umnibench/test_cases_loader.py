@@ -80,7 +80,6 @@ def test_counterfactual_must_change_exactly_one_entity(tmp_path):
 
 def test_exported_json_schema_matches_the_model():
     from umni_cases import bundled
-
     from umni_graphs.umnibench.cases import UmniCase
 
     assert json.loads((bundled("umnibench") / "schema.json").read_text()) == UmniCase.model_json_schema()
