@@ -1,45 +1,42 @@
 """The structured event log of a run: one JSON object per line in `events.jsonl`.
 
 Each invocation appends, so a resumed run's log tells the whole story (starts, retries, failures,
-cache hits, the end). Uses structlog with a logger bound to this run's file, not global config,
-so several runs in one process (a sweep) keep separate logs.
+cache hits, the end). A run writes one line per node, so a line is rendered directly (time, event,
+fields, then credentials masked) rather than through a logging pipeline: at a few hundred
+microseconds of engine cost per node, a general-purpose processor chain was a fifth of it. The
+file is line-buffered, so a killed run keeps every line it finished.
 """
 
 from __future__ import annotations
 
+import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
-
-import structlog
 
 from .secrets import scrub
 from .storage import storage_guard
 
 
-def _scrub_line(_logger: Any, _method: str, line: Any) -> Any:
-    """The last processor: the rendered JSON line, with any credential masked."""
-    return scrub(line)
+def render(event: str, fields: dict[str, Any]) -> str:
+    """One log line: ``time`` (UTC, ISO 8601), ``event``, the fields; anything not JSON as its str."""
+    record = {"time": datetime.now(UTC).replace(tzinfo=None).isoformat() + "Z", "event": event, **fields}
+    return scrub(json.dumps(record, ensure_ascii=False, default=str))
 
 
 class EventLog:
+    """Appends events to `path`; with no path, events are dropped (runs without a directory)."""
+
     def __init__(self, path: Path | None) -> None:
         self._path = path
         with storage_guard(path):
             self._file: TextIO | None = open(path, "a", buffering=1, encoding="utf-8") if path else None
-        self._log = structlog.wrap_logger(
-            structlog.WriteLogger(self._file) if self._file else structlog.ReturnLogger(),
-            processors=[
-                structlog.processors.TimeStamper(fmt="iso", utc=True, key="time"),
-                structlog.processors.EventRenamer("event"),
-                structlog.processors.JSONRenderer(ensure_ascii=False),
-                _scrub_line,  # credentials never reach the log
-            ],
-        )
 
     def emit(self, event: str, **fields: Any) -> None:
         if self._file is not None:
+            line = render(event, fields) + "\n"
             with storage_guard(self._path):  # a full disk stops the run as a StorageError
-                self._log.info(event, **fields)
+                self._file.write(line)
 
     def close(self) -> None:
         if self._file is not None:

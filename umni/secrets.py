@@ -25,6 +25,8 @@ MIN_SECRET_LENGTH = 6
 
 _lock = threading.Lock()
 _secrets: set[str] = set()
+#: `_secrets` sorted longest first, rebuilt when one is registered (scrub runs on every log line)
+_ordered: tuple[str, ...] = ()
 
 # scheme://user[:password]@  (the @ also URL-encoded, as a spec string quotes it)
 _USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*:(?://|%2F%2F))[^\s/@\"'<>?#&]+(?:@|%40)")
@@ -33,9 +35,12 @@ _OBJECT_REPR = re.compile(r"<([A-Za-z_][\w.]*) object at 0x[0-9a-fA-F]+>")
 
 def register_secret(value: str | None) -> None:
     """Mask `value` in everything scrubbed from now on (in this process)."""
+    global _ordered
     if value and len(value) >= MIN_SECRET_LENGTH:
         with _lock:
-            _secrets.add(value)
+            if value not in _secrets:
+                _secrets.add(value)
+                _ordered = tuple(sorted(_secrets, key=len, reverse=True))
 
 
 #: Environment variables whose values are credentials by their name (HF_TOKEN, OPENAI_API_KEY, ...).
@@ -57,8 +62,7 @@ def _register_environment() -> None:
 
 def known_secrets() -> tuple[str, ...]:
     _register_environment()
-    with _lock:
-        return tuple(sorted(_secrets, key=len, reverse=True))  # longest first: no partial leftovers
+    return _ordered  # longest first: no partial leftovers
 
 
 def mask(text: str, secrets: tuple[str, ...] | None = None) -> str:
@@ -71,12 +75,15 @@ def mask(text: str, secrets: tuple[str, ...] | None = None) -> str:
 
 def strip_userinfo(text: str) -> str:
     """Every URL in `text` without its ``user:password@`` part."""
+    if "//" not in text and "%2" not in text:  # no URL authority at all: skip the regex
+        return text
     return _USERINFO.sub(r"\1", text)
 
 
 def scrub(text: str) -> str:
     """`text` as it may be written: secrets masked, URL credentials removed, object reprs named."""
-    return _OBJECT_REPR.sub(r"<\1>", strip_userinfo(mask(text)))
+    text = strip_userinfo(mask(text))
+    return _OBJECT_REPR.sub(r"<\1>", text) if " object at 0x" in text else text
 
 
 def scrub_value(value: Any) -> Any:
