@@ -14,6 +14,7 @@ import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from types import TracebackType
 
 from .errors import InputError, StorageError
 
@@ -57,16 +58,25 @@ def storage_error(exc: BaseException, path: str | Path | None) -> StorageError |
     return None
 
 
-@contextmanager
-def storage_guard(path: str | Path | None = None) -> Iterator[None]:
-    """Run the block; a disk fault inside becomes StorageError naming `path` (or the failing file)."""
-    try:
-        yield
-    except (OSError, sqlite3.DatabaseError) as exc:
-        typed = storage_error(exc, path)
-        if typed is None or typed is exc:
-            raise
-        raise typed from exc
+class storage_guard:  # noqa: N801 -- used as a function: `with storage_guard(path):`
+    """Run the block; a disk fault inside becomes StorageError naming `path` (or the failing file).
+
+    A plain class rather than a generator context manager: it wraps every cache read and write
+    and every event line, where contextlib's generator machinery cost more than the work."""
+
+    __slots__ = ("path",)
+
+    def __init__(self, path: str | Path | None = None) -> None:
+        self.path = path
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        if isinstance(exc, (OSError, sqlite3.DatabaseError)):
+            typed = storage_error(exc, self.path)
+            if typed is not None and typed is not exc:
+                raise typed from exc
 
 
 def current_umask() -> int:
