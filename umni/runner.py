@@ -17,7 +17,7 @@ import heapq
 import itertools
 import time
 from collections import Counter, deque
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -102,26 +102,36 @@ class _CaseRun:
                 self.dependents[up].append(nid)
 
 
+#: What a lane runs: a backend call (or in-process code), which may hand back the work that follows
+#: it (storing the output, releasing dependents) to run outside the lane.
+LaneTask = Callable[[], Awaitable[Callable[[], Coroutine[Any, Any, None]] | None]]
+
+
 class _Lane:
-    """A backend's concurrency limit and the ready nodes waiting for a slot."""
+    """A backend's concurrency limit and the ready nodes waiting for a slot.
+
+    A slot is held for the call only: what a finished call leaves to do (the store's commit, which
+    waits for its batch) runs in its own task, so a slot is never idle while a write is committed."""
 
     def __init__(self, limit: int) -> None:
         self.limit = max(1, limit)
         self.running = 0
-        self.waiting: list[tuple[tuple[int, int], int, Callable[[], Awaitable[None]]]] = []
+        self.waiting: list[tuple[tuple[int, int], int, LaneTask]] = []
 
-    def submit(self, tg: anyio.abc.TaskGroup, priority: tuple[int, int], seq: int, task: Callable[[], Awaitable[None]]) -> None:
+    def submit(self, tg: anyio.abc.TaskGroup, priority: tuple[int, int], seq: int, task: LaneTask) -> None:
         """Start `task` now if a slot is free, else queue it by priority (earliest case first)."""
         if self.running < self.limit:
             self.running += 1
-            tg.start_soon(self.drain, task)
+            tg.start_soon(self.drain, tg, task)
         else:
             heapq.heappush(self.waiting, (priority, seq, task))
 
-    async def drain(self, task: Callable[[], Awaitable[None]]) -> None:
+    async def drain(self, tg: anyio.abc.TaskGroup, task: LaneTask) -> None:
         """Run `task`, then the waiting ones in priority order, while this slot is held."""
         while True:
-            await task()
+            then = await task()
+            if then is not None:
+                tg.start_soon(then)
             if not self.waiting:
                 self.running -= 1
                 return
@@ -336,8 +346,8 @@ class Runner:
         self._inflight[key] = []
         lane = self._compute_lane if backend is None else self._lanes[id(backend)]
 
-        async def task() -> None:
-            await self._execute(run, node, key, kind, backend, policy)
+        async def task() -> Callable[[], Coroutine[Any, Any, None]] | None:
+            return await self._execute(run, node, key, kind, backend, policy)
 
         lane.submit(self._tg, (run.job.position, run.order[node.id]), next(self._seq), task)
         return None
@@ -371,8 +381,11 @@ class Runner:
             self._all_done.set()
 
     # ----------------------------------------------------------------- execution
-    async def _execute(self, run: _CaseRun, node: Node, key: str, kind: Kind, backend: Backend | None, policy: CachePolicy) -> None:
-        """Run the node's kind, turn what it raised into a typed failure, store what it made."""
+    async def _execute(
+        self, run: _CaseRun, node: Node, key: str, kind: Kind, backend: Backend | None, policy: CachePolicy
+    ) -> Callable[[], Coroutine[Any, Any, None]] | None:
+        """Run the node's kind (in its lane); a failure finishes the node here, an output is handed
+        back as the step that stores it, to run once the lane's slot is free."""
         self.progress.bump("running")
         started = time.monotonic()
         ctx = KindContext(node, backend, run.outcomes, self._services)
@@ -381,20 +394,34 @@ class Runner:
         except StorageError:  # the disk failed, not the node: stop the run, record nothing
             raise
         except Exception as exc:
-            outcome = _failure(node.id, exc, ctx.calls or 1)
-        else:
-            try:
-                if policy.write:  # the row that won (another process may have stored this key first)
-                    output = await self.cache.store(key, node.kind, output, replace=not policy.read, backend=backend)
-                outcome = Outcome(node.id, "computed", output=output, fingerprint=kind.fingerprint(output))
-            except StorageError:
-                raise
-            except Exception as exc:  # an output that cannot be stored: this node's failure only
-                outcome = _failed(node.id, "internal", f"the output cannot be stored: {type(exc).__name__}: {exc}")
-            seconds = round(time.monotonic() - started, 4)
-            self.events.emit("node.done", case=run.job.case_id, node=node.id, role=node.role, key=key, calls=ctx.calls, seconds=seconds)
+            self._settled(run, key, _failure(node.id, exc, ctx.calls or 1))
+            return None
         finally:
             self.progress.bump("running", -1)
+
+        async def keep() -> None:
+            await self._keep(run, node, key, kind, backend, policy, output, started, ctx.calls)
+
+        return keep
+
+    async def _keep(self, run: _CaseRun, node: Node, key: str, kind: Kind, backend: Backend | None, policy: CachePolicy,
+                    output: dict[str, Any], started: float, calls: int) -> None:
+        """Store what the node made (the row that won, when another process stored this key first)
+        and finish it."""
+        try:
+            if policy.write:
+                output = await self.cache.store(key, node.kind, output, replace=not policy.read, backend=backend)
+            outcome = Outcome(node.id, "computed", output=output, fingerprint=kind.fingerprint(output))
+        except StorageError:
+            raise
+        except Exception as exc:  # an output that cannot be stored: this node's failure only
+            outcome = _failed(node.id, "internal", f"the output cannot be stored: {type(exc).__name__}: {exc}")
+        seconds = round(time.monotonic() - started, 4)
+        self.events.emit("node.done", case=run.job.case_id, node=node.id, role=node.role, key=key, calls=calls, seconds=seconds)
+        self._settled(run, key, outcome)
+
+    def _settled(self, run: _CaseRun, key: str, outcome: Outcome) -> None:
+        """Finish the node, and every node of any runner that was waiting on the same work."""
         waiters = self._inflight.pop(key, [])
         self._finish(run, outcome)
         for other_runner, other_run, other_id in waiters:

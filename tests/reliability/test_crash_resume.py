@@ -112,8 +112,13 @@ def test_resume_writes_the_same_results_file_as_an_uninterrupted_run(tmp_path, r
     out, cache = tmp_path / "out", tmp_path / "cache"
     proc = subprocess.Popen(umni_run_command(out, cache, limit=LIMIT, concurrency=1), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + RUN_TIMEOUT
-    # Kill once the first case is stored and the second has cached results of its own: half done.
-    while cached_results(cache) <= NODES_PER_CASE + 1 and proc.poll() is None and time.monotonic() < deadline:
+    # Kill once a case is recorded and more results are cached than recorded cases account for:
+    # a later case is half done.
+    def half_done() -> bool:
+        recorded = len(run_db_case_ids(out))
+        return recorded > 0 and cached_results(cache) > NODES_PER_CASE * recorded + 1
+
+    while not half_done() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.002)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=30)
