@@ -13,6 +13,7 @@ dependents released. A node that gives up becomes a typed `Failure`; nodes that 
 
 from __future__ import annotations
 
+import functools
 import heapq
 import itertools
 import time
@@ -233,17 +234,11 @@ class Runner:
         return self.stats
 
     async def run_graph(self, graph: Graph) -> CaseResult[Any]:
-        """Run a single graph and return its outcomes (for custom graphs and tests).
-
-        Backends are started before and closed after, so this is a complete unit of work.
-        """
+        """Run one graph and return its outcomes (custom graphs, tests): a complete unit of work,
+        its backends started before and closed after."""
         result: CaseResult[Any] = CaseResult({}, graph.handles)
-
-        def done(job: CaseJob, g: Graph, outcomes: dict[str, Outcome]) -> None:
-            result.update(outcomes)
-
         try:
-            await self.run([CaseJob(0, graph.case_id, lambda: graph)], done)
+            await self.run([CaseJob(0, graph.case_id, lambda: graph)], lambda job, g, outcomes: result.update(outcomes))
         finally:
             for backend in self.bindings.unique():
                 await backend.ensure_closed()
@@ -285,12 +280,10 @@ class Runner:
         self._draining = True
         try:
             while self._queue:
-                self._start(*self._queue.popleft())
+                run, nid = self._queue.popleft()
+                self._guarded(run, nid, functools.partial(self._start_node, run, run.graph.nodes[nid]))
         finally:
             self._draining = False
-
-    def _start(self, run: _CaseRun, nid: str) -> None:
-        self._guarded(run, nid, lambda: self._start_node(run, run.graph.nodes[nid]))
 
     def _guarded(self, run: _CaseRun, nid: str, step: Callable[[], Outcome | None]) -> None:
         """Take a node a step on; what the step settles (an outcome) finishes the node."""
@@ -325,7 +318,7 @@ class Runner:
         return self._settle(run, node, key, kind, backend, policy, hit)
 
     async def _look_up(self, run: _CaseRun, node: Node, key: str, kind: Kind, backend: Backend | None, policy: CachePolicy) -> None:
-        """The cache lookup of a network store, off the scheduling path; then settle as `_start` does."""
+        """The cache lookup of a network store, off the scheduling path; then settle as `_start_node` does."""
         hit = await self.cache.lookup(key)
         self._guarded(run, node.id, lambda: self._settle(run, node, key, kind, backend, policy, hit))
 
@@ -345,10 +338,7 @@ class Runner:
             return None
         self._inflight[key] = []
         lane = self._compute_lane if backend is None else self._lanes[id(backend)]
-
-        async def task() -> Callable[[], Coroutine[Any, Any, None]] | None:
-            return await self._execute(run, node, key, kind, backend, policy)
-
+        task = functools.partial(self._execute, run, node, key, kind, backend, policy)
         lane.submit(self._tg, (run.job.position, run.order[node.id]), next(self._seq), task)
         return None
 
@@ -398,16 +388,11 @@ class Runner:
             return None
         finally:
             self.progress.bump("running", -1)
-
-        async def keep() -> None:
-            await self._keep(run, node, key, kind, backend, policy, output, started, ctx.calls)
-
-        return keep
+        return functools.partial(self._keep, run, node, key, kind, backend, policy, output, started, ctx.calls)
 
     async def _keep(self, run: _CaseRun, node: Node, key: str, kind: Kind, backend: Backend | None, policy: CachePolicy,
                     output: dict[str, Any], started: float, calls: int) -> None:
-        """Store what the node made (the row that won, when another process stored this key first)
-        and finish it."""
+        """Store what the node made (the row that won, if another process stored the key first); finish it."""
         try:
             if policy.write:
                 output = await self.cache.store(key, node.kind, output, replace=not policy.read, backend=backend)
