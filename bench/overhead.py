@@ -29,7 +29,7 @@ from umni.store import Cache
 from .null_backend import NullBackend
 
 OPTIONS = ["red", "green", "blue", "yellow"]
-TARGET_US_PER_NODE = 1000.0
+TARGET_US_PER_NODE = 300.0
 
 
 def count_first_options(**answers: Any) -> int:
