@@ -9,6 +9,7 @@ same judge replies by the official rules, so the official figure sits beside umn
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 #: id -> (what the official code does, what umni does, changes_score)
@@ -42,7 +43,7 @@ DEVIATIONS: dict[str, tuple[str, str, bool]] = {
 }
 
 
-def deviations(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def deviations(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Every deviation with the number of cases it touched in this run (where that can be told)."""
     touched = {
         "unreadable-reply": _count(records, "parse"),
@@ -58,7 +59,7 @@ def deviations(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def _count(records: list[dict[str, Any]], kind: str) -> int:
+def _count(records: Sequence[Mapping[str, Any]], kind: str) -> int:
     """Cases whose final round has a judge call that failed with `kind`."""
     def calls(round_: dict[str, Any]) -> list[dict[str, Any]]:
         found = list(round_["rc"]) + list(round_["aq"])

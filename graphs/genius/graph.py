@@ -41,6 +41,7 @@ makes cached verdicts miss, while moving or reformatting them does not.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -63,24 +64,56 @@ PROBE_NODE = "probe"
 PIXEL_CHECK_VERSION = "1"
 
 
+@dataclass(frozen=True)
+class HintHandles:
+    """The copy checks and Visual Consistency rounds of one vc_hint that names a reference image."""
+
+    pixels: Ref
+    copy: Ref | None  # None with copy_judge=false
+    rounds: tuple[Ref, ...]
+
+
+@dataclass(frozen=True)
+class RoundHandles:
+    """One generation round: its image, its judges, and the critique written on it (when a next
+    round was planned). `vc` follows the case's vc_hints; None for a hint without an image."""
+
+    image: Ref
+    rc: tuple[Ref, ...]
+    aq: tuple[Ref, ...]
+    vc: tuple[HintHandles | None, ...]
+    critique: Ref | None = None
+
+
+@dataclass(frozen=True)
+class GeniusHandles:
+    """What a record reads of a case's graph: every round (skipped ones included), plan and probe."""
+
+    rounds: tuple[RoundHandles, ...]
+    plan: Ref | None = None
+    probe: Ref | None = None
+
+
 def round_node(round_index: int, name: str) -> str:
-    """The id of a node that belongs to one generation round; records read rounds back by it."""
+    """The id of a node that belongs to one generation round (ids name nodes in events and
+    caches; records read nodes through `GeniusHandles`, never by id)."""
     return f"round{round_index}/{name}"
 
 
-def build_case_graph(task: GeniusTask, o: GeniusOptions) -> Graph:
+def build_case_graph(task: GeniusTask, o: GeniusOptions) -> Graph[GeniusHandles]:
     """Plan (optional), round 0 and its judges, then each reflection round gated on the previous
     round's Rule Compliance, then the probe (optional)."""
     case = task.case
-    g = Graph(task.key)
+    g: Graph[GeniusHandles] = Graph(task.key)
     context = _graph_parts(P.generation_input(case, o.input_format))
     given = context + _graph_parts(P.hint_parts(case, o.hints))
     plan_parts: list[PromptPart] = []
+    plan: Ref | None = None
     if o.plan:
         plan = g.respond(PLAN_NODE, [*given, P.plan_request()], role=UNDERSTAND)
         plan_parts = [P.PLAN_HEADING, plan]
     image = g.generate(round_node(0, "image"), [*given, *plan_parts])
-    _add_round_judges(g, case, 0, image, o)
+    rounds = [_add_round_judges(g, case, 0, image, o)]
     for k in range(1, o.reflection_rounds + 1):
         # The loop is steered by the critic role (default: the judge's backend), not by the scoring
         # judge: its own Rule Compliance verdicts (same prompt and parser, so with the default
@@ -93,13 +126,15 @@ def build_case_graph(task: GeniusTask, o: GeniusOptions) -> Graph:
         else:
             critique = g.respond(round_node(k - 1, "critique"), [*given, image, P.self_critique_request()], role=UNDERSTAND)
         g.when(critique, needs_another_round, **previous_rc)
-        retry_parts = [P.PREVIOUS_ATTEMPT, image, P.FEEDBACK_HEADING, critique, P.REGENERATE_REQUEST]
+        rounds[-1] = replace(rounds[-1], critique=critique)
+        retry_parts: list[PromptPart] = [P.PREVIOUS_ATTEMPT, image, P.FEEDBACK_HEADING, critique, P.REGENERATE_REQUEST]
         image = g.generate(round_node(k, "image"), [*given, *plan_parts, *retry_parts])
         g.when(image, needs_another_round, **previous_rc)
-        _add_round_judges(g, case, k, image, o)
+        rounds.append(_add_round_judges(g, case, k, image, o))
+    probe: Ref | None = None
     if o.vqa_probe and len(task.probe_options) > 1:
-        g.answer(PROBE_NODE, [*context, P.PROBE_QUESTION], task.probe_options, role=UNDERSTAND)
-    return g
+        probe = g.answer(PROBE_NODE, [*context, P.PROBE_QUESTION], task.probe_options, role=UNDERSTAND)
+    return g.with_handles(GeniusHandles(tuple(rounds), plan=plan, probe=probe))
 
 
 def _critic_verdicts(g: Graph, case: GeniusCase, k: int, image: Ref, o: GeniusOptions) -> list[Ref]:
@@ -111,30 +146,39 @@ def _critic_verdicts(g: Graph, case: GeniusCase, k: int, image: Ref, o: GeniusOp
     ]
 
 
-def _add_round_judges(g: Graph, case: GeniusCase, k: int, image: Ref, o: GeniusOptions) -> list[Ref]:
-    """Every judge node of one round; returns the Rule Compliance refs (reflection reads them)."""
+def _add_round_judges(g: Graph[GeniusHandles], case: GeniusCase, k: int, image: Ref, o: GeniusOptions) -> RoundHandles:
+    """Every judge node of one round, as the round's handles."""
     repeats = range(o.judge_rounds)
     rc_prompt = P.rule_compliance_prompt(case.rc_hint)
-    rc = [g.judge(round_node(k, f"rc/{j}"), [image, rc_prompt], parse_rule_compliance, repeat=j) for j in repeats]
-    for j in repeats:
+    rc = tuple(g.judge(round_node(k, f"rc/{j}"), [image, rc_prompt], parse_rule_compliance, repeat=j) for j in repeats)
+    aq = tuple(
         g.judge(round_node(k, f"aq/{j}"), [image, P.aesthetic_quality_prompt()], parse_aesthetic_quality, repeat=j)
+        for j in repeats
+    )
+    checks: dict[int, tuple[Ref, Ref | None]] = {}
     evidence: dict[str, Ref] = {}  # the copy checks so far, in hint order: later checks wait on them
     judged = [(h, hint.text, hint.reference.path) for h, hint in enumerate(case.vc_hints) if hint.reference is not None]
     for h, _, reference_path in judged:
         version = f"{PIXEL_CHECK_VERSION}:{file_sha256(reference_path)[:16]}"
         pixels = g.compute(round_node(k, f"vc{h}/pixels"), PixelCopyCheck(reference_path), version=version, output=image)
         here = {f"pixels{h}": pixels.maybe()}
+        copy: Ref | None = None
         if o.copy_judge:
             copy = g.judge(round_node(k, f"vc{h}/copy"), [ImageFile(reference_path), image, P.copy_check_prompt()], parse_copy)
             g.when(copy, copy_question_needed, pixels=pixels.maybe(), **evidence)
             here[f"copy{h}"] = copy.maybe()
         evidence.update(here)
+        checks[h] = (pixels, copy)
+    hints: list[HintHandles | None] = [None] * len(case.vc_hints)
     for h, text, reference_path in judged:
         vc_prompt = P.visual_consistency_prompt(text)
+        vc_rounds: list[Ref] = []
         for j in repeats:
             vc = g.judge(round_node(k, f"vc{h}/{j}"), [ImageFile(reference_path), image, vc_prompt], parse_visual_consistency, repeat=j)
             g.when(vc, no_copy_found, **evidence)
-    return rc
+            vc_rounds.append(vc)
+        hints[h] = HintHandles(*checks[h], rounds=tuple(vc_rounds))
+    return RoundHandles(image, rc, aq, tuple(hints))
 
 
 def _graph_parts(parts: list[P.Part]) -> list[PromptPart]:
@@ -184,7 +228,7 @@ def needs_another_round(**rc_rounds: int | None) -> bool:
     values = list(rc_rounds.values())
     if any(v is None for v in values):
         return True
-    return scoring.metric_mark(values) < 2  # type: ignore[operator]
+    return scoring.metric_mark(values) < 2  # type: ignore[arg-type,operator]  # None ruled out above
 
 
 def says_copy(name: str, value: Any) -> bool:

@@ -11,6 +11,7 @@ The class only answers the engine's questions; each answer lives in the module o
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,15 +23,15 @@ from umni.protocol import CaseSet, Protocol, View
 from umni.roles import GENERATE, JUDGE
 
 from .cases import GeniusRecord
-from .graph import build_case_graph
+from .graph import GeniusHandles, build_case_graph
 from .options import GeniusOptions, genius_options
-from .records import case_record
+from .records import GeniusResult, case_record
 from .report import METRICS, Table, case_views, score_tables
 from .summary import summarize_records
 from .tasks import GeniusTask, load_tasks
 
 
-class Genius(Protocol[GeniusTask]):
+class Genius(Protocol[GeniusTask, GeniusOptions, GeniusResult]):
     name = "genius"
     title = "GENIUS generative fluid intelligence"
     roles = (GENERATE, JUDGE)
@@ -56,13 +57,15 @@ class Genius(Protocol[GeniusTask]):
     def case_id(self, case: GeniusTask) -> str:
         return case.key
 
-    def build(self, case: GeniusTask, options: BaseModel) -> Graph:
+    def build(self, case: GeniusTask, options: BaseModel) -> Graph[GeniusHandles]:
         return build_case_graph(case, genius_options(options))
 
-    def record(self, case: GeniusTask, outcomes: dict[str, Outcome], options: BaseModel) -> dict[str, Any]:
-        return case_record(case, outcomes, genius_options(options))
+    def record(self, case: GeniusTask, outcomes: Mapping[str, Outcome], options: BaseModel) -> GeniusResult:
+        o = genius_options(options)
+        handles: GeniusHandles = self.handles(case, outcomes, o)
+        return case_record(case, outcomes, handles, o)
 
-    def summarize(self, records: list[dict[str, Any]], options: BaseModel) -> dict[str, Any]:
+    def summarize(self, records: list[GeniusResult], options: BaseModel) -> dict[str, Any]:
         return summarize_records(records, genius_options(options))
 
     def tables(self, summary: dict[str, Any]) -> list[Table]:

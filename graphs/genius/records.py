@@ -14,10 +14,12 @@ skipped at load time with the list of missing files.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from umni.errors import InputError
+from umni.graph import Ref
 from umni.outcomes import Outcome
 from umni.protocol import node_status
 
@@ -25,19 +27,114 @@ from . import prompts as P
 from . import scoring
 from .cases import GeniusCase
 from .digests import stored_png_sha256
-from .graph import PLAN_NODE, PROBE_NODE, round_node
+from .graph import GeniusHandles, HintHandles, RoundHandles
 from .options import GeniusOptions
 from .tasks import GeniusTask
 
 
-def case_record(task: GeniusTask, outcomes: dict[str, Outcome], o: GeniusOptions) -> dict[str, Any]:
-    """The task, every round as it went, and the score of the last round that ran (the case's score)."""
+class FailureRecord(TypedDict, total=False):
+    kind: str
+    message: str
+    attempts: int
+    raw: str  # only when the backend replied: cut to 1,000 characters
+
+
+class TextRecord(TypedDict):
+    """A respond node (plan, critique): its text or why there is none."""
+
+    status: str
+    text: str | None
+    failure: FailureRecord | None
+
+
+class JudgementRecord(TypedDict):
+    """One judge call: its mark or failure, the judge's text, and the official parser's reading."""
+
+    status: str
+    value: int | None
+    text: str | None
+    attempts: int | None
+    failure: FailureRecord | None
+    official: int | None
+
+
+class HintRecord(TypedDict):
+    """One vc_hint in one round: its copy checks and Visual Consistency rounds."""
+
+    hint: str
+    reference: str | None
+    pixels: dict[str, Any] | None
+    pixels_status: str
+    copy: JudgementRecord | None
+    rounds: list[JudgementRecord]
+
+
+class RoundRecord(TypedDict, total=False):
+    """One generation round as it went; `official_item` is present once the round was scored."""
+
+    round: int
+    status: str
+    ran: bool
+    image: str | None
+    failure: FailureRecord | None
+    critique: TextRecord | None
+    rc: list[JudgementRecord]
+    aq: list[JudgementRecord]
+    vc: list[HintRecord]
+    item: dict[str, Any] | None
+    scores: dict[str, Any] | None
+    unscored: str | None
+    official_item: dict[str, Any] | None
+
+
+class ProbeRecord(TypedDict):
+    status: str
+    options: list[str]
+    answer: int
+    predicted: int | None
+    correct: bool | None
+    failure: FailureRecord | None
+    text: str | None
+    mode: str | None
+
+
+class ContextImageRecord(TypedDict):
+    name: str
+    image: str | None
+
+
+class GeniusResult(TypedDict):
+    """One results.jsonl line: the task, every round, and the score of the last round that ran."""
+
+    case_id: str
+    dimension: str
+    id: str | int
+    context: str
+    instruction: str
+    rc_hint: str
+    vc_hints: list[str]
+    context_images: list[ContextImageRecord]
+    plan: TextRecord | None
+    rounds: list[RoundRecord]
+    final_round: int | None
+    item: dict[str, Any] | None
+    official_item: dict[str, Any] | None
+    scores: dict[str, Any] | None
+    unscored: str | None
+    probe: ProbeRecord | None
+    nodes: dict[str, dict[str, Any]]
+
+
+def case_record(task: GeniusTask, outcomes: Mapping[str, Outcome], handles: GeniusHandles, o: GeniusOptions) -> GeniusResult:
+    """The task, every round as it went, and the score of the last round that ran (the case's score).
+
+    `handles` are those `build_case_graph` returned for this task: every node is read through them."""
     case = task.case
-    rounds = [_round_record(case, k, outcomes, o) for k in range(o.reflection_rounds + 1)]
+    rounds = [_round_record(case, k, outcomes, round_handles) for k, round_handles in enumerate(handles.rounds)]
     ran = [r for r in rounds if r["ran"]]
     final = ran[-1] if ran else None
     if final is None:
-        first = outcomes[round_node(0, "image")]
+        first = outcomes[handles.rounds[0].image.node]
         unscored: str | None = f"generation {first.status}: an input it needs did not finish"
     else:
         unscored = final["unscored"]
@@ -50,51 +147,50 @@ def case_record(task: GeniusTask, outcomes: dict[str, Outcome], o: GeniusOptions
         "rc_hint": case.rc_hint,
         "vc_hints": [hint.text for hint in case.vc_hints],
         "context_images": [_context_image(ref.name, ref.path) for ref in case.context_images],
-        "plan": _text_record(outcomes.get(PLAN_NODE)),
+        "plan": _text_record(_get(outcomes, handles.plan)),
         "rounds": rounds,
         "final_round": final["round"] if final else None,
         "item": final["item"] if final else None,
         "official_item": final.get("official_item") if final else None,
         "scores": final["scores"] if final else None,
         "unscored": unscored,
-        "probe": _probe_record(task, outcomes.get(PROBE_NODE)) if o.vqa_probe else None,
+        "probe": _probe_record(task, _get(outcomes, handles.probe)) if o.vqa_probe else None,
         "nodes": node_status(outcomes),
     }
 
 
-def _round_record(case: GeniusCase, k: int, outcomes: dict[str, Outcome], o: GeniusOptions) -> dict[str, Any]:
+def _get(outcomes: Mapping[str, Outcome], ref: Ref | None) -> Outcome | None:
+    """The outcome behind an optional handle (None: the graph has no such node)."""
+    return outcomes.get(ref.node) if ref is not None else None
+
+
+def _judgements(outcomes: Mapping[str, Outcome], refs: tuple[Ref, ...], metric: str) -> list[JudgementRecord]:
+    return [_judgement(outcomes[ref.node], metric) for ref in refs]
+
+
+def _round_record(case: GeniusCase, k: int, outcomes: Mapping[str, Outcome], handles: RoundHandles) -> RoundRecord:
     """One generation round with all its judge calls; scored only if its image was made or degenerate."""
-    made = outcomes[round_node(k, "image")]
+    made = outcomes[handles.image.node]
     ran = made.status not in ("skipped", "blocked")
-    entry: dict[str, Any] = {
+    entry: RoundRecord = {
         "round": k,
         "status": _status(made),
         "ran": ran,
         "image": made.image.sha256 if made.image else None,
         "failure": _failure(made),
-        "critique": _text_record(outcomes.get(round_node(k, "critique"))),
-        "rc": [_judgement(outcomes[round_node(k, f"rc/{j}")], "rc") for j in range(o.judge_rounds)],
-        "aq": [_judgement(outcomes[round_node(k, f"aq/{j}")], "aq") for j in range(o.judge_rounds)],
+        "critique": _text_record(_get(outcomes, handles.critique)),
+        "rc": _judgements(outcomes, handles.rc, "rc"),
+        "aq": _judgements(outcomes, handles.aq, "aq"),
         "vc": [],
         "item": None,
         "scores": None,
         "unscored": None,
     }
-    for h, hint in enumerate(case.vc_hints):
-        if hint.reference is None:  # no image to judge against: 0 in every round, as officially
+    for hint, checks in zip(case.vc_hints, handles.vc, strict=True):
+        if hint.reference is None or checks is None:  # no image to judge against: 0 in every round, as officially
             entry["vc"].append({"hint": hint.text, "reference": None, "pixels": None, "pixels_status": "absent", "copy": None, "rounds": []})
             continue
-        pixels = outcomes[round_node(k, f"vc{h}/pixels")]
-        entry["vc"].append(
-            {
-                "hint": hint.text,
-                "reference": hint.reference.name,
-                "pixels": pixels.value if pixels.ok else None,
-                "pixels_status": _status(pixels),
-                "copy": _judgement(outcomes[round_node(k, f"vc{h}/copy")], "copy") if o.copy_judge else None,
-                "rounds": [_judgement(outcomes[round_node(k, f"vc{h}/{j}")], "vc") for j in range(o.judge_rounds)],
-            }
-        )
+        entry["vc"].append(_hint_record(hint.text, hint.reference.name, outcomes, checks))
     if not ran:
         return entry
     shape: dict[str, Any] = {"dimension": case.dimension, "id": case.id, "vc_hints": len(case.vc_hints), "vc_task": case.has_vc}
@@ -118,7 +214,19 @@ def _round_record(case: GeniusCase, k: int, outcomes: dict[str, Outcome], o: Gen
     return entry
 
 
-def _context_image(name: str, path: Path) -> dict[str, Any]:
+def _hint_record(text: str, reference: str, outcomes: Mapping[str, Outcome], checks: HintHandles) -> HintRecord:
+    pixels = outcomes[checks.pixels.node]
+    return {
+        "hint": text,
+        "reference": reference,
+        "pixels": pixels.value if pixels.ok else None,
+        "pixels_status": _status(pixels),
+        "copy": _judgement(outcomes[checks.copy.node], "copy") if checks.copy is not None else None,
+        "rounds": _judgements(outcomes, checks.rounds, "vc"),
+    }
+
+
+def _context_image(name: str, path: Path) -> ContextImageRecord:
     """A context image by the hash the runner stores it under, so report views can show it."""
     try:
         digest: str | None = stored_png_sha256(path)
@@ -133,25 +241,25 @@ def _status(outcome: Outcome | None) -> str:
     return "done" if outcome.ok else outcome.status
 
 
-def _failure(outcome: Outcome | None) -> dict[str, Any] | None:
+def _failure(outcome: Outcome | None) -> FailureRecord | None:
     """What went wrong, with the raw answer cut short so one bad reply cannot bloat results.jsonl."""
     if outcome is None or outcome.failure is None:
         return None
     f = outcome.failure
-    data: dict[str, Any] = {"kind": f.kind, "message": f.message, "attempts": f.attempts}
+    data: FailureRecord = {"kind": f.kind, "message": f.message, "attempts": f.attempts}
     if f.raw is not None:
         data["raw"] = f.raw[:1000]
     return data
 
 
-def _text_record(outcome: Outcome | None) -> dict[str, Any] | None:
+def _text_record(outcome: Outcome | None) -> TextRecord | None:
     if outcome is None:
         return None
     text = outcome.output.get("text") if outcome.ok and outcome.output else None
     return {"status": _status(outcome), "text": text, "failure": _failure(outcome)}
 
 
-def _judgement(outcome: Outcome, metric: str) -> dict[str, Any]:
+def _judgement(outcome: Outcome, metric: str) -> JudgementRecord:
     """One judge call as recorded: its mark or its failure, what the judge wrote, and what the
     official parser reads in that text (``official``; None when there was no reply at all)."""
     output = outcome.output if outcome.ok and outcome.output else {}
@@ -169,7 +277,7 @@ def _judgement(outcome: Outcome, metric: str) -> dict[str, Any]:
 # ------------------------------------------------------------------------------ record → scoring item
 
 
-def _as_round(judgement: dict[str, Any]) -> int | scoring.JudgeFailure:
+def _as_round(judgement: Mapping[str, Any]) -> int | scoring.JudgeFailure:
     """A recorded judge call as scoring reads it: a mark, or a failure that is counted, never 0."""
     if judgement["status"] == "done":
         return int(judgement["value"])
@@ -178,7 +286,7 @@ def _as_round(judgement: dict[str, Any]) -> int | scoring.JudgeFailure:
     return scoring.JudgeFailure(kind=kind, detail=(failure or {}).get("message", ""))
 
 
-def _hint_judgements(hints: list[dict[str, Any]]) -> list[scoring.HintJudgement]:
+def _hint_judgements(hints: list[HintRecord]) -> list[scoring.HintJudgement]:
     """Copy verdicts in hint order (pixels, then the judge's one ``Copy`` answer, 0 meaning a copy);
     once one says copy, later hints were not asked (None) and no VC round counts."""
     out: list[scoring.HintJudgement] = []
@@ -211,13 +319,13 @@ def _hint_judgements(hints: list[dict[str, Any]]) -> list[scoring.HintJudgement]
     return out
 
 
-def official_item(entry: dict[str, Any], shape: dict[str, Any]) -> scoring.GeniusItem | None:
+def official_item(entry: Mapping[str, Any], shape: dict[str, Any]) -> scoring.GeniusItem | None:
     """The round as the official ``eval.py`` would score the same replies: every reply read by the
     official parser (no label -> 0, ``1.5`` -> 1, ``3`` -> 3), a copy when a ``Copy`` reply reads 0.
     None when a judge call left no reply at all (the official script drops such an item)."""
-    def marks(judgements: list[dict[str, Any]]) -> list[int | scoring.JudgeFailure] | None:
-        values: list[int | scoring.JudgeFailure] = [j["official"] for j in judgements]
-        return None if any(v is None for v in values) else values
+    def marks(judgements: list[JudgementRecord]) -> list[int | scoring.JudgeFailure] | None:
+        values = [j["official"] for j in judgements]
+        return None if any(v is None for v in values) else [v for v in values if v is not None]
 
     rc, aq = marks(entry["rc"]), marks(entry["aq"])
     if rc is None or aq is None:
@@ -261,7 +369,7 @@ def _item_scores(score: scoring.ItemScore) -> dict[str, Any]:
     return {"rc": shown(score.rc), "vc": shown(score.vc), "aq": shown(score.aq), "output_missing": score.output_missing}
 
 
-def _probe_record(task: GeniusTask, outcome: Outcome | None) -> dict[str, Any]:
+def _probe_record(task: GeniusTask, outcome: Outcome | None) -> ProbeRecord:
     """The probe's answer; "unavailable" when the graph had no probe (fewer than two options)."""
     if outcome is None:
         return {"status": "unavailable", "options": task.probe_options, "answer": task.probe_answer,

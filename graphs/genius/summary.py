@@ -8,6 +8,7 @@ reflection and probe sections appear only when those options were on.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from statistics import fmean
 from typing import Any
 
@@ -17,7 +18,7 @@ from .deviations import deviations
 from .options import GeniusOptions
 
 
-def summarize_records(records: list[dict[str, Any]], o: GeniusOptions) -> dict[str, Any]:
+def summarize_records(records: Sequence[Mapping[str, Any]], o: GeniusOptions) -> dict[str, Any]:
     """Scores of the cases' final rounds, pooled (data-weighted) and per dimension."""
     items = [r["item"] for r in records if r.get("item") is not None]
     result = scoring.summarize(items)
@@ -58,7 +59,7 @@ def summarize_records(records: list[dict[str, Any]], o: GeniusOptions) -> dict[s
     return summary
 
 
-def _official_equivalent(records: list[dict[str, Any]]) -> dict[str, Any]:
+def _official_equivalent(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The same runs scored as the official scripts would score the judges' replies: every reply read
     by the official parser, a failed generation scored 0 on every metric (the script finds no image),
     and an item whose judge left no reply at all dropped (the script skips it)."""
@@ -82,7 +83,7 @@ def _official_equivalent(records: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _missing_output(record: dict[str, Any]) -> dict[str, Any]:
+def _missing_output(record: Mapping[str, Any]) -> dict[str, Any]:
     """A case with no image, as the official script scores it: 0 on every metric that applies."""
     hints = record["rounds"][0]["vc"] if record.get("rounds") else []
     return {
@@ -98,7 +99,7 @@ def _rounded(value: float | None) -> float | None:
     return round(value, 4) if value is not None else None
 
 
-def _reflection_summary(records: list[dict[str, Any]], o: GeniusOptions) -> dict[str, Any]:
+def _reflection_summary(records: Sequence[Mapping[str, Any]], o: GeniusOptions) -> dict[str, Any]:
     """Scores as they stood after each round (a case that stopped keeps its last score), how many
     rounds each case ran, and how many stopped early because RC reached 2."""
     by_round = []
@@ -131,11 +132,11 @@ def _reflection_summary(records: list[dict[str, Any]], o: GeniusOptions) -> dict
     }
 
 
-def _probe_summary(records: list[dict[str, Any]]) -> dict[str, Any]:
+def _probe_summary(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Probe accuracy overall and per dimension, beside chance, and crossed with the final RC so a
     reader sees whether knowing the answer goes with drawing it."""
 
-    def tally(subset: list[dict[str, Any]]) -> dict[str, Any]:
+    def tally(subset: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         probes = [r["probe"] for r in subset if r.get("probe")]
         answered = [p for p in probes if p["correct"] is not None]
         correct = sum(p["correct"] for p in answered)
@@ -150,7 +151,8 @@ def _probe_summary(records: list[dict[str, Any]]) -> dict[str, Any]:
     versus: dict[str, dict[str, int]] = {}
     for record in records:
         probe = record.get("probe") or {}
-        row = {True: "correct", False: "wrong"}.get(probe.get("correct"), "not answered")
+        verdicts: dict[Any, str] = {True: "correct", False: "wrong"}
+        row = verdicts.get(probe.get("correct"), "not answered")
         cell = versus.setdefault(row, {"rc_full": 0, "rc_partial": 0, "rc_unscored": 0})
         rc = (record.get("scores") or {}).get("rc")
         if isinstance(rc, (int, float)):
