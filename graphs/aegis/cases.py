@@ -177,7 +177,7 @@ class AegisCase(BaseModel):
         return paths
 
     @model_validator(mode="after")
-    def _placeholders_name_input_images(self) -> "AegisCase":
+    def _placeholders_name_input_images(self) -> AegisCase:
         for field in ("prompt", "clear_prompt"):
             numbers = [int(n) for n in _PLACEHOLDER.findall(getattr(self, field))]
             too_high = [n for n in numbers if n < 1 or n > len(self.input_image)]

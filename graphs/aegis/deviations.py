@@ -10,6 +10,7 @@ the official figure sits beside umni's.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from . import scoring
@@ -43,7 +44,7 @@ DEVIATIONS: dict[str, tuple[str, str, bool]] = {
 
 
 def deviations(
-    records: list[dict[str, Any]], umni: scoring.AegisSummary, official: scoring.AegisSummary
+    records: Sequence[Mapping[str, Any]], umni: scoring.AegisSummary, official: scoring.AegisSummary
 ) -> list[dict[str, Any]]:
     """Every deviation with the cases it touched here and, where the score can differ, both figures."""
     touched = {

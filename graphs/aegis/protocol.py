@@ -14,6 +14,10 @@ Variants add nodes in front of the acting node: ``reasoning=plugin`` a "plan" (r
 a "rewrite" (respond, role understand for self, ``rewrite_role`` for cross) and "rewrite/text"
 (compute: the rewrite without fences or labels), whose text replaces the prompt.
 
+`build` returns the graph with `AegisHandles` (the judge, its input preparation, and the model's
+answer, images, plan and rewrite); `record` reads outcomes through them, so the ids above only name
+nodes in events, caches and the ``nodes`` of a record, and no code agrees on them by convention.
+
 Failures: if any model-side node fails (or a node it needs does), the judge is blocked or skipped
 and the case is an inference failure; if the judge's reply cannot be used after the engine's bounded
 parse retries (wrong number of answers, not Y/N, no JSON), the case is an evaluation failure. Both
@@ -23,9 +27,11 @@ are counted beside the scores and never scored.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import Any, Literal, NotRequired, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -46,8 +52,85 @@ from .prompts import ChecklistVerdict
 TEXT_ROLES = tuple(role for role, interface in ROLE_INTERFACE.items() if interface is Understander)
 
 JUDGE_NODE = "judge"
-#: Node ids starting with this belong to the evaluation side (the judge and its input preparation).
+#: The prefix of the ids of the judge's input preparation (ids only name nodes; see `AegisHandles`).
 JUDGE_SIDE = "judge"
+
+
+@dataclass(frozen=True)
+class AegisHandles:
+    """What a record reads of a case's graph. The evaluation side is `judge` and `judge_inputs`
+    (nodes preparing what the judge sees); every other node is the model's side."""
+
+    judge: Ref
+    judge_inputs: tuple[Ref, ...] = ()
+    answer: Ref | None = None  # understanding and interleaved: the model's text
+    images: tuple[Ref, ...] = ()  # generation and editing: one; interleaved: one per marker slot
+    plan: Ref | None = None  # reasoning=plugin
+    rewrite: Ref | None = None  # rewrite=self|cross: the cleaned rewritten prompt
+
+
+@dataclass(frozen=True)
+class _Made:
+    """The nodes `build` makes on the way to `AegisHandles`, gathered step by step."""
+
+    plan: Ref | None = None
+    rewrite: Ref | None = None
+    answer: Ref | None = None
+    images: tuple[Ref, ...] = ()
+    judge_inputs: tuple[Ref, ...] = ()
+
+
+class ImageFileRecord(TypedDict):
+    path: str
+    sha256: str | None
+
+
+class OutputRecord(TypedDict):
+    text: str | None
+    images: list[str]
+    markers: int | None
+
+
+class ChecklistRecord(TypedDict):
+    tag: str
+    question: str
+    negative: bool
+    answer: str | None
+    reason: str
+
+
+class OfficialReading(TypedDict):
+    status: str
+    score: float | None
+
+
+class AegisResult(TypedDict):
+    """One results.jsonl line; `plan` and `rewrite` only with those variants."""
+
+    case_id: str
+    id: Any
+    domain: str
+    task: str
+    category: str
+    domain_group: str
+    reasoning_type: str
+    prompt_variant: str
+    prompt: str
+    clear_prompt: str
+    input_images: list[ImageFileRecord]
+    ref_images: list[ImageFileRecord]
+    ref_text: str
+    plan: NotRequired[str | None]
+    rewrite: NotRequired[str | None]
+    output: OutputRecord
+    checklist: list[ChecklistRecord]
+    status: scoring.Status
+    score: float | None
+    detail: str
+    official: OfficialReading
+    judge_from_prose: bool
+    judge_attempts: int | None
+    nodes: dict[str, dict[str, Any]]
 
 
 class AegisOptions(BaseModel):
@@ -65,7 +148,7 @@ class AegisOptions(BaseModel):
     invert_negative: bool = Field(False, description="count Y on negatively phrased items as a fail (not the official score)")
 
     @model_validator(mode="after")
-    def _coherent(self) -> "AegisOptions":
+    def _coherent(self) -> AegisOptions:
         for name in ("reasoning_role", "rewrite_role"):
             if getattr(self, name) not in TEXT_ROLES:
                 raise ValueError(f"{name} must be a role that writes text ({', '.join(TEXT_ROLES)}), got {getattr(self, name)!r}")
@@ -111,7 +194,7 @@ def _checklist_parser(n_items: int) -> Callable[[str], dict[str, list[str]]]:
 
     def parse_checklist(text: str) -> dict[str, list[str]]:
         verdict = P.parse_judge_reply(text, n_items)
-        return {"answers": list(verdict.letters), "reasons": list(verdict.reasons), "from_prose": verdict.from_prose}
+        return {"answers": list(verdict.letters), "reasons": list(verdict.reasons), "from_prose": verdict.from_prose}  # type: ignore[dict-item]
 
     return parse_checklist
 
@@ -156,7 +239,7 @@ def _file_sha(path: Path) -> str | None:
 # --------------------------------------------------------------------------------------------------
 
 
-class Aegis(Protocol[AegisCase]):
+class Aegis(Protocol[AegisCase, AegisOptions, AegisResult]):
     name = "aegis"
     title = "AEGIS world-knowledge checklist evaluation"
     roles = (UNDERSTAND, GENERATE, EDIT, JUDGE)
@@ -198,29 +281,35 @@ class Aegis(Protocol[AegisCase]):
         return str(case.id)
 
     # ------------------------------------------------------------------ graph
-    def build(self, case: AegisCase, options: BaseModel) -> Graph:
+    def build(self, case: AegisCase, options: BaseModel) -> Graph[AegisHandles]:
         return self._build(_located(case), _options(options))
 
-    def _build(self, case: LocatedCase, options: AegisOptions) -> Graph:
-        g = Graph(str(case.id))
+    def _build(self, case: LocatedCase, options: AegisOptions) -> Graph[AegisHandles]:
+        g: Graph[AegisHandles] = Graph(str(case.id))
         inputs = [ImageFile(case.image_path(p)) for p in case.input_image]
         references = [ImageFile(case.image_path(p)) for p in case.ref_image]
         # An edit node takes its images apart from the instruction, which keeps the <imageN> text.
         shown = [] if case.task == "editing" else inputs
-        instruction, request = self._instruction(g, case, options, inputs, shown)
+        instruction, request, model = self._instruction(g, case, options, inputs, shown)
         output: list[PromptPart]
         if case.task == "understanding":
             answer = g.respond("answer", instruction, max_tokens=1024)
             output = [answer]
             judge_when: tuple[Callable[..., bool], dict[str, Ref]] | None = (_has_text, {"answer": answer})
+            model = _Made(model.plan, model.rewrite, answer=answer)
         elif case.task == "generation":
-            output = ["(no text)", "Output image 1:", g.generate("image", instruction)]
+            image = g.generate("image", instruction)
+            output = ["(no text)", "Output image 1:", image]
             judge_when = None
+            model = _Made(model.plan, model.rewrite, images=(image,))
         elif case.task == "editing":
-            output = ["(no text)", "Output image 1:", g.edit("image", inputs, instruction)]
+            image = g.edit("image", inputs, instruction)
+            output = ["(no text)", "Output image 1:", image]
             judge_when = None
+            model = _Made(model.plan, model.rewrite, images=(image,))
         else:
-            output, judge_when = self._interleaved(g, case, options, inputs, instruction, request)
+            output, judge_when, (answer, images, numbered) = self._interleaved(g, case, options, inputs, instruction, request)
+            model = _Made(model.plan, model.rewrite, answer=answer, images=images, judge_inputs=(numbered,))
         parts: list[PromptPart] = [
             *P.judge_context(case, reference_images=references, input_images=inputs),
             "The model's output:",
@@ -233,12 +322,13 @@ class Aegis(Protocol[AegisCase]):
         if judge_when is not None:
             condition, named = judge_when
             g.when(judge, condition, **named)
-        return g
+        return g.with_handles(AegisHandles(judge, model.judge_inputs, model.answer, model.images, model.plan, model.rewrite))
 
     def _instruction(
-        self, g: Graph, case: AegisCase, options: AegisOptions, inputs: list[ImageFile], shown: list[ImageFile]
-    ) -> tuple[list[PromptPart], Ref | None]:
-        """The acting node's prompt parts, and the rewritten request (a Ref) when there is one.
+        self, g: Graph[AegisHandles], case: AegisCase, options: AegisOptions, inputs: list[ImageFile], shown: list[ImageFile]
+    ) -> tuple[list[PromptPart], Ref | None, _Made]:
+        """The acting node's prompt parts, the rewritten request (a Ref) when there is one, and the
+        plan or rewrite nodes made.
 
         `inputs` are the case's input images (the plan and rewrite nodes always see them); `shown`
         those that go into the acting node's prompt (none for an edit node, which gets them apart).
@@ -250,7 +340,7 @@ class Aegis(Protocol[AegisCase]):
             raw = g.respond("rewrite", asked, role=role, max_tokens=1024)
             rewritten = g.compute("rewrite/text", _clean_rewrite, text=raw)
             lead: list[PromptPart] = [P.INTERLEAVED_MARKER_GUIDE] if guide else []
-            return [*lead, *P.labelled_images(shown), rewritten], rewritten
+            return [*lead, *P.labelled_images(shown), rewritten], rewritten, _Made(rewrite=rewritten)
         if case.task == "editing":
             parts: list[PromptPart] = [P.model_prompt(case, options.prompt)]
         else:
@@ -259,17 +349,20 @@ class Aegis(Protocol[AegisCase]):
             asked = P.model_parts(case, inputs, options.prompt, instruction=P.plan_instruction(case, options.prompt))
             plan = g.respond("plan", asked, role=options.reasoning_role, max_tokens=1024)
             parts += [P.PLAN_HEADER, plan]
-        return parts, None
+            return parts, None, _Made(plan=plan)
+        return parts, None, _Made()
 
     def _interleaved(
         self,
-        g: Graph,
+        g: Graph[AegisHandles],
         case: AegisCase,
         options: AegisOptions,
         inputs: list[ImageFile],
         instruction: list[PromptPart],
         request: Ref | None,
-    ) -> tuple[list[PromptPart], tuple[Callable[..., bool], dict[str, Ref]]]:
+    ) -> tuple[list[PromptPart], tuple[Callable[..., bool], dict[str, Ref]], tuple[Ref, tuple[Ref, ...], Ref]]:
+        """The judge's view of the answer and its pictures, the judge's condition, and the answer,
+        image and numbered-answer (judge side) nodes."""
         answer = g.respond("answer", instruction, max_tokens=1024)
         limit = options.max_images
         images: list[Ref] = []
@@ -290,10 +383,10 @@ class Aegis(Protocol[AegisCase]):
             wanted = min(_marker_count(text), limit)
             return _has_text(text) and all(drawn[f"image{k + 1}"] is not None for k in range(wanted))
 
-        return [shown, *optional.values()], (answer_complete, {"text": answer, **optional})
+        return [shown, *optional.values()], (answer_complete, {"text": answer, **optional}), (answer, tuple(images), shown)
 
     def _marker_prompt_node(
-        self, g: Graph, case: AegisCase, options: AegisOptions, k: int, answer: Ref, request: Ref | None
+        self, g: Graph[AegisHandles], case: AegisCase, options: AegisOptions, k: int, answer: Ref, request: Ref | None
     ) -> Ref:
         def needed(text: str | None, **_: Any) -> bool:
             return _marker_count(text) > k
@@ -314,12 +407,14 @@ class Aegis(Protocol[AegisCase]):
         )
 
     # ------------------------------------------------------------------ records
-    def record(self, case: AegisCase, outcomes: dict[str, Outcome], options: BaseModel) -> dict[str, Any]:
-        return self._record(_located(case), outcomes, _options(options))
+    def record(self, case: AegisCase, outcomes: Mapping[str, Outcome], options: BaseModel) -> AegisResult:
+        located, o = _located(case), _options(options)
+        handles: AegisHandles = self.handles(located, outcomes, o)
+        return self._record(located, outcomes, handles, o)
 
-    def _record(self, case: LocatedCase, outcomes: dict[str, Outcome], options: AegisOptions) -> dict[str, Any]:
-        status, detail = _classify(outcomes)
-        judge = outcomes.get(JUDGE_NODE)
+    def _record(self, case: LocatedCase, outcomes: Mapping[str, Outcome], handles: AegisHandles, options: AegisOptions) -> AegisResult:
+        status, detail = _classify(outcomes, handles)
+        judge = outcomes.get(handles.judge.node)
         answers: list[str | None] = [None] * len(case.checklist)
         reasons: list[str] = [""] * len(case.checklist)
         score = None
@@ -329,16 +424,11 @@ class Aegis(Protocol[AegisCase]):
             reasons = (list(value["reasons"]) + reasons)[: len(answers)]
             verdict = ChecklistVerdict(tuple(a == "Y" for a in answers), tuple(reasons))
             score = scoring.scored(case, verdict, invert_negative=options.invert_negative).score
-        text_node = outcomes.get("answer")
+        text_node = outcomes.get(handles.answer.node) if handles.answer is not None else None
         text = text_node.output.get("text") if text_node is not None and text_node.ok and text_node.output else None
-        image_ids = ["image"] if case.task in ("generation", "editing") else [f"image{k + 1}" for k in range(options.max_images)]
-        images = [outcomes[i].image.sha256 for i in image_ids if i in outcomes and outcomes[i].image is not None]
-        extra: dict[str, Any] = {}
-        if "plan" in outcomes:
-            extra["plan"] = outcomes["plan"].value if outcomes["plan"].ok else None
-        if "rewrite/text" in outcomes:
-            extra["rewrite"] = outcomes["rewrite/text"].value if outcomes["rewrite/text"].ok else None
-        return {
+        drawn = [outcomes[ref.node].image for ref in handles.images if ref.node in outcomes]
+        images = [image.sha256 for image in drawn if image is not None]
+        record: AegisResult = {
             "case_id": str(case.id),
             "id": case.id,
             "domain": f"{case.task} · {case.category}",
@@ -352,7 +442,6 @@ class Aegis(Protocol[AegisCase]):
             "input_images": [{"path": p, "sha256": _file_sha(case.image_path(p))} for p in case.input_image],
             "ref_images": [{"path": p, "sha256": _file_sha(case.image_path(p))} for p in case.ref_image],
             "ref_text": case.ref_text,
-            **extra,
             "output": {
                 "text": text,
                 "images": images,
@@ -370,9 +459,14 @@ class Aegis(Protocol[AegisCase]):
             "judge_attempts": _judge_attempts(judge),
             "nodes": node_status(outcomes),
         }
+        if handles.plan is not None and handles.plan.node in outcomes:
+            record["plan"] = _text_value(outcomes[handles.plan.node])
+        if handles.rewrite is not None and handles.rewrite.node in outcomes:
+            record["rewrite"] = _text_value(outcomes[handles.rewrite.node])
+        return record
 
     # ------------------------------------------------------------------ summary
-    def summarize(self, records: list[dict[str, Any]], options: BaseModel) -> dict[str, Any]:
+    def summarize(self, records: list[AegisResult], options: BaseModel) -> dict[str, Any]:
         results = [
             scoring.CaseResult(r["id"], r["task"], r["category"], r["reasoning_type"], r["status"], r["score"], r.get("detail", ""))
             for r in records
@@ -509,9 +603,12 @@ def _options(options: BaseModel) -> AegisOptions:
     return options
 
 
-def _classify(outcomes: dict[str, Outcome]) -> tuple[scoring.Status, str]:
-    """Scored, or which kind of failure kept the case from a score (with a readable reason)."""
-    model_side = {nid: o for nid, o in sorted(outcomes.items()) if not nid.startswith(JUDGE_SIDE)}
+def _classify(outcomes: Mapping[str, Outcome], handles: AegisHandles) -> tuple[scoring.Status, str]:
+    """Scored, or which kind of failure kept the case from a score (with a readable reason).
+
+    Nodes are looked at in node id order, so the node a reason names does not depend on timing."""
+    evaluation = {handles.judge.node, *(ref.node for ref in handles.judge_inputs)}
+    model_side = {nid: o for nid, o in sorted(outcomes.items()) if nid not in evaluation}
     failed = [(nid, o) for nid, o in model_side.items() if o.status == "failed"]
     if failed:
         nid, o = failed[0]
@@ -520,7 +617,7 @@ def _classify(outcomes: dict[str, Outcome]) -> tuple[scoring.Status, str]:
     blocked = [nid for nid, o in model_side.items() if o.status == "blocked"]
     if blocked:
         return "inference_failure", f"node '{blocked[0]}' was blocked by a failed input"
-    judge = outcomes.get(JUDGE_NODE)
+    judge = outcomes.get(handles.judge.node)
     if judge is None:
         return "evaluation_failure", "the case has no judge node"
     if judge.ok:
@@ -530,12 +627,12 @@ def _classify(outcomes: dict[str, Outcome]) -> tuple[scoring.Status, str]:
     if judge.status == "failed" and judge.failure is not None:
         f = judge.failure
         return "evaluation_failure", f"judge {f.kind} failure after {f.attempts} attempt(s): {f.message}"
-    prep = [(nid, o) for nid, o in sorted(outcomes.items()) if nid.startswith(JUDGE_SIDE) and o.failure is not None]
+    prep = [(nid, o) for nid, o in sorted(outcomes.items()) if nid in evaluation and o.failure is not None]
     reason = f"{prep[0][0]}: {prep[0][1].failure.message}" if prep and prep[0][1].failure else judge.status
     return "evaluation_failure", f"the judge's input could not be prepared ({reason})"
 
 
-def _official_reading(status: scoring.Status, judge: Outcome | None, n_items: int) -> dict[str, Any]:
+def _official_reading(status: scoring.Status, judge: Outcome | None, n_items: int) -> OfficialReading:
     """What the official scorer makes of the judge reply umni kept (or last saw, when it failed)."""
     if status == "inference_failure":
         return {"status": "inference_failure", "score": None}
@@ -550,7 +647,12 @@ def _official_reading(status: scoring.Status, judge: Outcome | None, n_items: in
     return {"status": "scored", "score": sum(answers) / len(answers) if answers else None}
 
 
-def _official_result(record: dict[str, Any]) -> scoring.CaseResult:
+def _text_value(outcome: Outcome) -> str | None:
+    """A plan's or rewrite's text; None when it failed (or did not run)."""
+    return outcome.value if outcome.ok else None
+
+
+def _official_result(record: Mapping[str, Any]) -> scoring.CaseResult:
     """The case as the official scorer would count it; records written before this reading existed keep
     umni's own status and score."""
     official = record.get("official") or {"status": record["status"], "score": record["score"]}

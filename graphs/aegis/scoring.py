@@ -125,7 +125,7 @@ def group_stats(results: Iterable[CaseResult]) -> GroupStats:
     results = list(results)
     scores = [r.score for r in results if r.status == "scored" and r.score is not None]
     mean = math.fsum(scores) / len(scores) if scores else None
-    std = math.sqrt(math.fsum((s - mean) ** 2 for s in scores) / len(scores)) if scores else None
+    std = math.sqrt(math.fsum((s - mean) ** 2 for s in scores) / len(scores)) if mean is not None else None
     return GroupStats(
         mean=mean,
         std=std,
