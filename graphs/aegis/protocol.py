@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal, NotRequired, TypedDict
@@ -296,20 +296,20 @@ class Aegis(Protocol[AegisCase, AegisOptions, AegisResult]):
             answer = g.respond("answer", instruction, max_tokens=1024)
             output = [answer]
             judge_when: tuple[Callable[..., bool], dict[str, Ref]] | None = (_has_text, {"answer": answer})
-            model = _Made(model.plan, model.rewrite, answer=answer)
+            model = replace(model, answer=answer)
         elif case.task == "generation":
             image = g.generate("image", instruction)
             output = ["(no text)", "Output image 1:", image]
             judge_when = None
-            model = _Made(model.plan, model.rewrite, images=(image,))
+            model = replace(model, images=(image,))
         elif case.task == "editing":
             image = g.edit("image", inputs, instruction)
             output = ["(no text)", "Output image 1:", image]
             judge_when = None
-            model = _Made(model.plan, model.rewrite, images=(image,))
+            model = replace(model, images=(image,))
         else:
             output, judge_when, (answer, images, numbered) = self._interleaved(g, case, options, inputs, instruction, request)
-            model = _Made(model.plan, model.rewrite, answer=answer, images=images, judge_inputs=(numbered,))
+            model = replace(model, answer=answer, images=images, judge_inputs=(numbered,))
         parts: list[PromptPart] = [
             *P.judge_context(case, reference_images=references, input_images=inputs),
             "The model's output:",
