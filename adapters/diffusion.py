@@ -6,6 +6,9 @@ Spec: ``diffusers/<hub repo or local directory>?key=value&...``, for example
 Edits come out at the input image's size (rounded down to what the model's latent grid allows)
 unless ``width`` and ``height`` say otherwise. FLUX Kontext would otherwise redraw every edit at a
 square megapixel; it still sees its reference image at the megapixel size it was trained on.
+Where the model cannot draw at exactly that size (a latent grid in steps of 16 pixels, or a class
+such as LongCat-Image-Edit that picks its own size), the result is resized back to the input's size
+and the node gets a ``resized:`` note saying what the model returned.
 
 Which roles a model fills follows from the pipeline class named in its ``model_index.json``:
 text-to-image classes fill ``generate``; image-conditioned classes (InstructPix2Pix, Qwen-Image-Edit,
@@ -66,6 +69,9 @@ class PipelineKind:
     ``area_arg`` names the argument that really sets the output area where the class rescales
     ``width`` x ``height`` to a fixed pixel budget and keeps only their ratio (Kontext's ``max_area``).
     ``needs_strength`` marks classes that ignore the input image unless ``strength`` is below 1.
+    ``image_arg`` is the call argument the edit image(s) go to (OmniGen's ``input_images``);
+    ``image_list`` passes a list even for one image; ``image_tag`` is the text the prompt must hold
+    for each image (``{n}`` counts from 1) where the model reads images only through such tags.
     """
 
     roles: frozenset[str]
@@ -77,6 +83,9 @@ class PipelineKind:
     auto_text2image: bool = False
     area_arg: str | None = None
     needs_strength: bool = False
+    image_arg: str = "image"
+    image_list: bool = False
+    image_tag: str | None = None
 
 
 _T2I = PipelineKind(roles=frozenset({GENERATE}), auto_text2image=True)
@@ -103,6 +112,10 @@ PIPELINE_KINDS: dict[str, PipelineKind] = {
             "CogView4Pipeline",
             "ChromaPipeline",
             "ZImagePipeline",
+            "HiDreamImagePipeline",
+            "Kandinsky5T2IPipeline",
+            "PRXPipeline",
+            "OvisImagePipeline",
         )
     },
     "QwenImagePipeline": _QWEN_T2I,
@@ -125,6 +138,22 @@ PIPELINE_KINDS: dict[str, PipelineKind] = {
     ),
     "FluxFillPipeline": PipelineKind(
         roles=frozenset({EDIT}), edit_input="fill", batch_edits=True, needs_strength=True
+    ),
+    "OmniGenPipeline": PipelineKind(
+        roles=frozenset({GENERATE, EDIT}),
+        edit_input="multi",
+        image_arg="input_images",
+        image_list=True,
+        image_tag="<img><|image_{n}|></img>",
+    ),
+    "HunyuanImagePipeline": PipelineKind(
+        roles=frozenset({GENERATE}), guidance_arg="distilled_guidance_scale"
+    ),
+    "LongCatImagePipeline": PipelineKind(roles=frozenset({GENERATE})),
+    "LongCatImageEditPipeline": PipelineKind(roles=frozenset({EDIT}), edit_input="reference"),
+    "GlmImagePipeline": PipelineKind(roles=frozenset({GENERATE, EDIT}), edit_input="multi"),
+    "QwenImage21Pipeline": PipelineKind(
+        roles=frozenset({GENERATE, EDIT}), edit_input="multi", guidance_arg="true_cfg_scale", negative_prompt=" "
     ),
 }
 
@@ -365,7 +394,7 @@ class LoadedPipeline:
 
         generators = [torch.Generator("cpu").manual_seed(request.seed) for request in requests]
         kwargs: dict[str, Any] = {**call, "generator": generators, "output_type": "pil"}
-        prompts = [request.prompt for request in requests]
+        prompts = [self.tagged_prompt(request.prompt, len(request.images) if edit else 0) for request in requests]
         kwargs["prompt"] = prompts if len(prompts) > 1 else prompts[0]
         if self.kind.negative_prompt is not None and "negative_prompt" in self.call_args:
             negative = self.kind.negative_prompt
@@ -392,23 +421,35 @@ class LoadedPipeline:
 
     def _edit_inputs(self, requests: list[_Request], call: dict[str, Any]) -> dict[str, Any]:
         style = self.kind.edit_input
+        arg = self.kind.image_arg
+        firsts = [request.images[0] for request in requests]
         if style == "multi":  # one request per call: all its images condition the one result
             (request,) = requests
             images = list(request.images)
-            return {"image": images if len(images) > 1 else images[0]}
-        firsts = [request.images[0] for request in requests]
-        inputs: dict[str, Any] = {"image": firsts if len(firsts) > 1 else firsts[0]}
+            inputs: dict[str, Any] = {arg: images if len(images) > 1 or self.kind.image_list else images[0]}
+        else:
+            inputs = {arg: firsts if len(firsts) > 1 else firsts[0]}
         if style == "fill":
             masks = [Image.new("L", image.size, 255) for image in firsts]
             inputs["mask_image"] = masks if len(masks) > 1 else masks[0]
-        if style == "fill" or self.kind.area_arg is not None:
-            # Without these the pipeline draws at its own default size, not the input's.
+        if {"width", "height"} <= self.call_args and style != "instruct":
+            # Without these the pipeline draws at its own default size (a square megapixel for
+            # Kontext and Qwen-Image-Edit), not the input's.
             wanted = call.get("width", firsts[0].width), call.get("height", firsts[0].height)
             width, height = self._latent_grid_size(*wanted)
             inputs["width"], inputs["height"] = width, height
             if self.kind.area_arg is not None:
                 inputs[self.kind.area_arg] = width * height
         return inputs
+
+    def tagged_prompt(self, prompt: str, images: int) -> str:
+        """The prompt with one image tag per input image, for models that read images only through tags."""
+        tag = self.kind.image_tag
+        if tag is None or not images:
+            return prompt
+        tags = [tag.format(n=n) for n in range(1, images + 1)]
+        missing = [t for t in tags if t not in prompt]
+        return " ".join([*missing, prompt]) if missing else prompt
 
     def _latent_grid_size(self, width: int, height: int) -> tuple[int, int]:
         """The largest size at most ``width`` x ``height`` that the packed latent grid can hold."""
@@ -623,7 +664,18 @@ class DiffusersBackend(Backend):
             (request, edit, call), key=key, limit=self.batch_size if batchable else 1
         )
         usage = Usage(calls=1, images_in=len(images), images_out=1)
-        return ImageReply(image=image, usage=usage, notes=self.pipeline.truncation_notes(prompt))
+        notes = self.pipeline.truncation_notes(prompt)
+        if edit and self.width is None and self.height is None and image.size != images[0].size:
+            # The README promises edits at the input's size; a latent grid that cannot hold it, or a
+            # class with a fixed output size, made another, so it is resized back and said so.
+            made = image.size
+            image = image.resize(images[0].size, Image.Resampling.LANCZOS)
+            note = (
+                f"resized: {self.source.class_name} returned {made[0]}x{made[1]}; "
+                f"resized to the input's {images[0].width}x{images[0].height}"
+            )
+            notes = (*notes, note)
+        return ImageReply(image=image, usage=usage, notes=notes)
 
     def _call_params(self) -> dict[str, Any]:
         call: dict[str, Any] = {}
