@@ -17,11 +17,19 @@ Spec parameters (all optional):
 - ``temperature`` (default 0 = greedy) and ``max_new_tokens`` (a cap on reply length) for text.
 - ``cfg`` (default 5) and ``image_temperature`` (default 1) for Janus image generation.
 - ``threshold`` (default 0.1) for zero-shot detection scores.
+
+Operational: ``batch_size`` (default 4 on CPU, 8 on a GPU), the most concurrent requests (answers,
+judge replies, Janus images) joined into one model call; ``concurrency`` defaults to twice that, so
+batches can form. Batching never changes a result: text is greedy (sampled text runs one request per
+call), prompts are left-padded under an attention mask, and each Janus image samples from its own
+seeded generator.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Hashable, Sequence
+from functools import partial
 from typing import Any, ClassVar, TypeVar
 
 import anyio.to_thread
@@ -45,6 +53,7 @@ from umni.roles import (
 from umni.spec import Spec
 
 from . import hf_loading
+from .batching import MicroBatcher
 from .hf_loading import DETECTOR, JANUS, ROLES_BY_KIND, VLM, LoadedModel, ModelSource
 
 T = TypeVar("T")
@@ -69,8 +78,6 @@ class HFBackend(Backend):
     provider: ClassVar[str] = "hf"
     roles: ClassVar[frozenset[str]] = frozenset({UNDERSTAND, JUDGE, GENERATE, DETECT, EMBED})
     operational_params: ClassVar[frozenset[str]] = Backend.operational_params | {"device"}
-    #: Calls on one model run one at a time under its lock; more concurrency would only queue threads.
-    default_concurrency: ClassVar[int] = 1
 
     def __init__(self, spec: Spec) -> None:
         super().__init__(spec)
@@ -81,7 +88,14 @@ class HFBackend(Backend):
         cuda, mps, bf16 = hf_loading.probe_accelerators()
         self.device: str = hf_loading.choose_device(options.get("device"), cuda=cuda, mps=mps)
         self.dtype: str = hf_loading.choose_dtype(options.get("dtype"), self.device, bf16_supported=bf16)
+        self.batch_size: int = _batch_size(options.get("batch_size"), self.device)
         self._loaded: LoadedModel | None = None
+
+    @property
+    def concurrency(self) -> int:
+        """Twice the batch size unless set: a batch forms while the previous one runs."""
+        raw = self.spec.options.get("concurrency")
+        return int(raw) if raw else 2 * self.batch_size
 
     def _read_settings(self, options: dict[str, str]) -> dict[str, Any]:
         known = set(_SETTINGS) | _LOCATION_PARAMS | set(self.operational_params)
@@ -136,15 +150,16 @@ class HFBackend(Backend):
     # roles
 
     async def respond(self, parts: Sequence[Part], *, max_tokens: int = 512, seed: int = 0) -> TextReply:
-        from .hf_vlm import generate_text
+        from .hf_vlm import TextRequest, generate_texts
 
         self._require(UNDERSTAND)
         limit = self.settings["max_new_tokens"]
-        text, usage = await self._run(
-            lambda loaded: generate_text(
-                loaded, parts, max_new_tokens=min(max_tokens, limit) if limit else max_tokens,
-                temperature=self.settings["temperature"], seed=seed,
-            )
+        temperature = self.settings["temperature"]
+        tokens = min(max_tokens, limit) if limit else max_tokens
+        text, usage = await self._batched(
+            partial(generate_texts, max_new_tokens=tokens, temperature=temperature),
+            TextRequest(parts, "", seed), key=("respond", tokens, temperature, _image_sizes(parts)),
+            sampled=temperature > 0,
         )
         return TextReply(text=text, usage=usage)
 
@@ -156,20 +171,23 @@ class HFBackend(Backend):
             raise ConfigError("choose() needs at least one option")
         if len(options) > 26:
             raise ConfigError(f"choose() takes at most 26 options (letters A-Z), got {len(options)}")
+        sizes = _image_sizes(parts)
         if self.settings["mode"] == "likelihood":
-            return await self._run(lambda loaded: choose_by_likelihood(loaded, parts, options))
-        return await self._run(
-            lambda loaded: choose_by_letter(loaded, parts, options, temperature=self.settings["temperature"], seed=seed)
+            return await self._batched(choose_by_likelihood, (parts, options), key=("likelihood", sizes))
+        temperature = self.settings["temperature"]
+        return await self._batched(
+            partial(choose_by_letter, temperature=temperature), (parts, options, seed),
+            key=("letter", temperature, sizes), sampled=temperature > 0,
         )
 
     async def generate(self, parts: Sequence[Part], *, seed: int = 0) -> ImageReply:
-        from .hf_janus import generate_image
+        from .hf_janus import generate_images
 
         self._require(GENERATE)
-        image, usage = await self._run(
-            lambda loaded: generate_image(
-                loaded, parts, seed=seed, cfg=self.settings["cfg"], temperature=self.settings["image_temperature"],
-            )
+        cfg, temperature = self.settings["cfg"], self.settings["image_temperature"]
+        image, usage = await self._batched(
+            partial(generate_images, cfg=cfg, temperature=temperature), (parts, seed),
+            key=("generate", cfg, temperature, _image_sizes(parts)),
         )
         return ImageReply(image=image, usage=usage)
 
@@ -215,6 +233,54 @@ class HFBackend(Backend):
                 return work(loaded)
 
         return await anyio.to_thread.run_sync(locked)
+
+    async def _batched(
+        self, run: Callable[[LoadedModel, list[Any]], Sequence[T]], request: Any, *, key: Hashable,
+        sampled: bool = False,
+    ) -> T:
+        """Submit one request to the model's micro-batcher; ``run`` makes a batch of them in one call.
+
+        ``key`` names the call and holds everything its batch shares (the settings, the input image
+        sizes so pixel tensors stack), so two specs with different settings on one model never share a call. Sampled text takes torch's global generator, so it is never batched.
+        """
+        await self.start()
+        loaded = self._loaded
+        assert loaded is not None
+        batcher = _batcher_for(loaded)
+        return await batcher.submit((run, request), key=key, limit=1 if sampled else self.batch_size)
+
+
+_BATCHER_LOCK = threading.Lock()
+
+
+def _batcher_for(loaded: LoadedModel) -> MicroBatcher:
+    """The one batcher of a loaded model, shared by every backend bound to it."""
+    with _BATCHER_LOCK:
+        if loaded.batcher is None:
+
+            def run_group(payloads: list[Any]) -> Sequence[Any]:
+                run = payloads[0][0]
+                with loaded.lock:
+                    return run(loaded, [request for _, request in payloads])
+
+            loaded.batcher = MicroBatcher(run_group)
+        return loaded.batcher
+
+
+def _image_sizes(parts: Sequence[Part]) -> tuple[tuple[int, int], ...]:
+    return tuple(part.size for part in parts if isinstance(part, Image.Image))
+
+
+def _batch_size(raw: str | None, device: str) -> int:
+    if raw is None or raw == "":
+        return 4 if device == "cpu" else 8
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigError(f"parameter batch_size={raw} is not a whole number", field="batch_size") from None
+    if value < 1:
+        raise ConfigError(f"parameter batch_size={raw} must be at least 1", field="batch_size")
+    return value
 
 
 def _convert(name: str, raw: str | None, default: Any) -> Any:

@@ -250,6 +250,8 @@ class LoadedModel:
     device: str
     dtype: str
     lock: threading.Lock = field(default_factory=threading.Lock)
+    #: The micro-batcher every backend on this model submits to (made by the backend on first use).
+    batcher: Any = None
 
 
 _CACHE: dict[tuple[str, str, str, str], LoadedModel] = {}
@@ -279,7 +281,7 @@ def _load_uncached(source: ModelSource, kind: str, device: str, dtype: str) -> L
     import torch
     import transformers
 
-    model_class = {
+    model_class: Any = {
         JANUS: transformers.JanusForConditionalGeneration,
         VLM: transformers.AutoModelForImageTextToText,
         DETECTOR: transformers.AutoModelForZeroShotObjectDetection,

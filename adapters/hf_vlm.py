@@ -8,6 +8,7 @@ the model's lock.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from PIL import Image
@@ -36,14 +37,21 @@ def chat_messages(parts: Sequence[Part], suffix: str = "") -> list[dict[str, Any
     return [{"role": "user", "content": content}]
 
 
-def chat_inputs(loaded: LoadedModel, parts: Sequence[Part], suffix: str = "") -> Any:
-    """Token ids, masks and pixel tensors for one prompt, on the model's device and dtype."""
+def chat_inputs(loaded: LoadedModel, prompts: Sequence[tuple[Sequence[Part], str]]) -> Any:
+    """Token ids, masks and pixel tensors for a batch of prompts, left-padded, on the model's device and dtype.
+
+    Left padding keeps every prompt's last token in the last column, so one generate call continues all
+    of them and the last-position logits of each row belong to its own prompt; the attention mask hides
+    the padding, and generate derives positions from it, so a padded row sees what it would see alone.
+    """
+    conversations = [chat_messages(parts, suffix) for parts, suffix in prompts]
     inputs = loaded.processor.apply_chat_template(
-        chat_messages(parts, suffix),
+        conversations,
         add_generation_prompt=True,
         tokenize=True,
         return_dict=True,
         return_tensors="pt",
+        processor_kwargs={"padding": len(conversations) > 1, "padding_side": "left"},
     )
     return inputs.to(loaded.model.device, dtype=loaded.model.dtype)
 
@@ -56,54 +64,89 @@ def _image_count(parts: Sequence[Part]) -> int:
     return sum(isinstance(p, Image.Image) for p in parts)
 
 
-def generate_text(
-    loaded: LoadedModel, parts: Sequence[Part], *, max_new_tokens: int, temperature: float, seed: int,
-    suffix: str = "",
-) -> tuple[str, Usage]:
-    """The model's reply to one prompt: greedy at temperature 0, else sampled from `seed`.
+@dataclass(frozen=True)
+class TextRequest:
+    """One prompt of a batched text call: its parts, a suffix appended as the last text, and its seed."""
 
-    transformers samples from torch's global generator, so sampling seeds it; the model lock keeps
-    other calls on this model from interleaving.
+    parts: Sequence[Part]
+    suffix: str = ""
+    seed: int = 0
+
+
+def generate_texts(
+    loaded: LoadedModel, requests: Sequence[TextRequest], *, max_new_tokens: int, temperature: float,
+) -> list[tuple[str, Usage]]:
+    """The model's reply to each prompt, in one generate call: greedy at temperature 0, else sampled.
+
+    transformers samples from torch's global generator, which rows of a batch share, so a sampled
+    reply would depend on its batch-mates: sampling takes one request per call (the backend never
+    batches it) and seeds the global generator from that request's seed.
     """
     import torch
 
-    inputs = chat_inputs(loaded, parts, suffix)
+    if temperature > 0 and len(requests) > 1:
+        raise ValueError("sampled text generation takes one request per call")
+    inputs = chat_inputs(loaded, [(r.parts, r.suffix) for r in requests])
     tokenizer = _tokenizer(loaded)
     options: dict[str, Any] = {"max_new_tokens": max_new_tokens, "do_sample": temperature > 0}
     if temperature > 0:
         options["temperature"] = temperature
-        torch.manual_seed(seed)
+        torch.manual_seed(requests[0].seed)
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     with torch.inference_mode():
         output = loaded.model.generate(**inputs, pad_token_id=pad, **options)
-    prompt_length = inputs["input_ids"].shape[1]
-    new_tokens = output[:, prompt_length:]
-    text = tokenizer.batch_decode(new_tokens, skip_special_tokens=True)[0].strip()
-    usage = Usage(input_tokens=prompt_length, output_tokens=int(new_tokens.shape[1]), images_in=_image_count(parts))
-    return text, usage
+    width = inputs["input_ids"].shape[1]
+    prompt_lengths = inputs["attention_mask"].sum(dim=1).tolist()
+    replies = []
+    for row, request in enumerate(requests):
+        new_tokens = output[row, width:]
+        # Rows that finished early are padded after their end; those tokens are not part of the reply.
+        produced = int((new_tokens != pad).sum()) if pad is not None else int(new_tokens.shape[0])
+        text = tokenizer.decode(new_tokens, skip_special_tokens=True).strip()
+        usage = Usage(
+            input_tokens=int(prompt_lengths[row]), output_tokens=produced, images_in=_image_count(request.parts),
+        )
+        replies.append((text, usage))
+    return replies
+
+
+def generate_text(
+    loaded: LoadedModel, parts: Sequence[Part], *, max_new_tokens: int, temperature: float, seed: int,
+    suffix: str = "",
+) -> tuple[str, Usage]:
+    """The reply to one prompt (see generate_texts)."""
+    request = TextRequest(parts, suffix, seed)
+    return generate_texts(loaded, [request], max_new_tokens=max_new_tokens, temperature=temperature)[0]
 
 
 def choose_by_letter(
-    loaded: LoadedModel, parts: Sequence[Part], options: Sequence[str], *, temperature: float, seed: int,
-) -> ChoiceReply:
-    """Ask for the option letter and read it from the reply (None when the reply names no option)."""
-    text, usage = generate_text(
-        loaded, parts, max_new_tokens=LETTER_REPLY_TOKENS, temperature=temperature, seed=seed,
-        suffix=choice_prompt(options),
+    loaded: LoadedModel, requests: Sequence[tuple[Sequence[Part], Sequence[str], int]], *, temperature: float,
+) -> list[ChoiceReply]:
+    """Ask each prompt for its option letter and read it from the reply (None when the reply names none)."""
+    texts = generate_texts(
+        loaded, [TextRequest(parts, choice_prompt(options), seed) for parts, options, seed in requests],
+        max_new_tokens=LETTER_REPLY_TOKENS, temperature=temperature,
     )
-    return ChoiceReply(index=parse_choice(text, options), text=text, mode="letter", usage=usage)
+    return [
+        ChoiceReply(index=parse_choice(text, options), text=text, mode="letter", usage=usage)
+        for (text, usage), (_, options, _) in zip(texts, requests)
+    ]
 
 
-def choose_by_likelihood(loaded: LoadedModel, parts: Sequence[Part], options: Sequence[str]) -> ChoiceReply:
-    """Pick the option whose letter is the most probable next token after the prompt.
+def choose_by_likelihood(
+    loaded: LoadedModel, requests: Sequence[tuple[Sequence[Part], Sequence[str]]],
+) -> list[ChoiceReply]:
+    """For each prompt, the option whose letter is the most probable next token, in one forward pass.
 
     Needs no parsing and always yields a valid index. A letter may be one token with or without a
     leading space depending on the tokenizer, so both spellings are scored and the better one counts.
+    Prompts are left-padded, so the last column holds every prompt's next-token logits.
     """
     import torch
 
     tokenizer = _tokenizer(loaded)
-    candidates = [_letter_token_ids(tokenizer, option_letter(i)) for i in range(len(options))]
+    most = max(len(options) for _, options in requests)
+    candidates = [_letter_token_ids(tokenizer, option_letter(i)) for i in range(most)]
     missing = [option_letter(i) for i, ids in enumerate(candidates) if not ids]
     if missing:
         raise BackendError(
@@ -111,14 +154,18 @@ def choose_by_likelihood(loaded: LoadedModel, parts: Sequence[Part], options: Se
             "use mode=letter for this model",
             retryable=False,
         )
-    inputs = chat_inputs(loaded, parts, choice_prompt(options))
+    inputs = chat_inputs(loaded, [(parts, choice_prompt(options)) for parts, options in requests])
     with torch.inference_mode():
-        logits = loaded.model(**inputs).logits[0, -1].float()
+        logits = loaded.model(**inputs).logits[:, -1].float()
     log_probs = torch.log_softmax(logits, dim=-1)
-    scores = [max(float(log_probs[t]) for t in ids) for ids in candidates]
-    best = max(range(len(options)), key=lambda i: scores[i])
-    usage = Usage(input_tokens=int(inputs["input_ids"].shape[1]), output_tokens=0, images_in=_image_count(parts))
-    return ChoiceReply(index=best, text=option_letter(best), mode="likelihood", usage=usage)
+    lengths = inputs["attention_mask"].sum(dim=1).tolist()
+    replies = []
+    for row, (parts, options) in enumerate(requests):
+        scores = [max(float(log_probs[row, t]) for t in candidates[i]) for i in range(len(options))]
+        best = max(range(len(options)), key=lambda i: scores[i])
+        usage = Usage(input_tokens=int(lengths[row]), output_tokens=0, images_in=_image_count(parts))
+        replies.append(ChoiceReply(index=best, text=option_letter(best), mode="likelihood", usage=usage))
+    return replies
 
 
 def _letter_token_ids(tokenizer: Any, letter: str) -> list[int]:

@@ -1,0 +1,143 @@
+"""Batching in the transformers backend: concurrent requests share model calls, and no result depends
+on its batch-mates (same bytes alone or in a batch of four)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import anyio
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from umni.errors import ConfigError
+from umni.spec import Spec
+from umni_adapters import hf_vlm
+from umni_adapters.hf import HFBackend
+
+
+def _load_tiny_builders():
+    path = Path(__file__).with_name("tiny_hf.py")
+    spec = importlib.util.spec_from_file_location("umni_tests_tiny_hf", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+tiny = _load_tiny_builders()
+
+#: Prompts of different token lengths, so a batch needs padding (text) or several length groups (images).
+PROMPTS = ["a red cube", "a blue ball on the left of a red cube", "count how many objects are in the image", "yes"]
+
+
+@pytest.fixture(scope="module")
+def janus_dir(tmp_path_factory):
+    return tiny.build_janus(tmp_path_factory.mktemp("janus"))
+
+
+@pytest.fixture(scope="module")
+def vlm_dir(tmp_path_factory):
+    return tiny.build_idefics3(tmp_path_factory.mktemp("idefics3"))
+
+
+def backend(folder: Path, **params: str) -> HFBackend:
+    query = "&".join(f"{k}={v}" for k, v in params.items())
+    return HFBackend(Spec.parse(f"hf/{folder}" + (f"?{query}" if query else "")))
+
+
+def noise(seed: int, size: tuple[int, int] = (36, 36)) -> Image.Image:
+    rng = np.random.default_rng(seed)
+    return Image.fromarray(rng.integers(0, 256, (size[1], size[0], 3), dtype=np.uint8), mode="RGB")
+
+
+async def _together(calls):
+    """Run the coroutine factories concurrently; their results in order."""
+    results: list = [None] * len(calls)
+
+    async def one(index, call):
+        results[index] = await call()
+
+    async with anyio.create_task_group() as group:
+        for index, call in enumerate(calls):
+            group.start_soon(one, index, call)
+    return results
+
+
+def test_janus_images_are_the_same_alone_and_in_a_batch_of_four(janus_dir):
+    janus = backend(janus_dir)
+
+    def make(prompt, seed):
+        return lambda: janus.generate([prompt], seed=seed)
+
+    alone = [anyio.run(make(prompt, seed)) for seed, prompt in enumerate(PROMPTS)]
+    sizes_before = list(janus._loaded.batcher.stats.sizes)
+    together = anyio.run(_together, [make(prompt, seed) for seed, prompt in enumerate(PROMPTS)])
+    assert janus._loaded.batcher.stats.sizes[len(sizes_before):] == [4]
+    assert [reply.image.tobytes() for reply in together] == [reply.image.tobytes() for reply in alone]
+    assert [reply.usage for reply in together] == [reply.usage for reply in alone]
+    # the seed still matters inside a batch
+    assert anyio.run(_together, [make(PROMPTS[0], 0), make(PROMPTS[0], 1)])[0].image.tobytes() == \
+        alone[0].image.tobytes()
+
+
+def test_janus_text_answers_are_the_same_alone_and_in_a_batch(janus_dir):
+    janus = backend(janus_dir, batch_size="4")
+
+    def ask(prompt):
+        return lambda: janus.respond([prompt], max_tokens=6)
+
+    alone = [anyio.run(ask(prompt)) for prompt in PROMPTS]
+    together = anyio.run(_together, [ask(prompt) for prompt in PROMPTS])
+    assert [(r.text, r.usage) for r in together] == [(r.text, r.usage) for r in alone]
+    assert len({r.usage.input_tokens for r in alone}) == len(PROMPTS)  # the batch really was padded
+
+
+def test_left_padding_keeps_each_prompts_next_token_logits(vlm_dir):
+    """The likelihood chooser reads the last column: with left padding it is each prompt's own next token."""
+    vlm = backend(vlm_dir)
+    anyio.run(vlm.start)
+    loaded = vlm._loaded
+    prompts = [([prompt], "") for prompt in PROMPTS]
+    with torch.inference_mode():
+        batched = loaded.model(**hf_vlm.chat_inputs(loaded, prompts)).logits[:, -1]
+        alone = [loaded.model(**hf_vlm.chat_inputs(loaded, [p])).logits[0, -1] for p in prompts]
+    for row, single in enumerate(alone):
+        torch.testing.assert_close(batched[row], single, rtol=1e-4, atol=1e-5)
+
+
+def test_vlm_choices_batch_and_match_their_single_answers(vlm_dir):
+    likelihood = backend(vlm_dir, mode="likelihood")
+    letter = backend(vlm_dir)
+    options = ["red", "blue", "green"]
+    image = noise(3)
+
+    def choose(model, prompt):
+        return lambda: model.choose([image, prompt], options)
+
+    for model in (likelihood, letter):
+        alone = [anyio.run(choose(model, prompt)) for prompt in PROMPTS]
+        calls_before = model._loaded.batcher.stats.calls
+        together = anyio.run(_together, [choose(model, prompt) for prompt in PROMPTS])
+        assert model._loaded.batcher.stats.calls == calls_before + 1
+        assert together == alone
+
+
+def test_sampled_text_is_never_batched(janus_dir):
+    janus = backend(janus_dir, temperature="0.8")
+    anyio.run(janus.start)
+    sizes_before = len(janus._loaded.batcher.stats.sizes) if janus._loaded.batcher else 0
+    anyio.run(_together, [lambda p=p: janus.respond([p], max_tokens=3, seed=1) for p in PROMPTS[:3]])
+    assert janus._loaded.batcher.stats.sizes[sizes_before:] == [1, 1, 1]
+
+
+def test_batch_size_is_operational_and_sets_default_concurrency(janus_dir):
+    small, large = backend(janus_dir, batch_size="2"), backend(janus_dir, batch_size="16")
+    assert small.identity() == large.identity()
+    assert (small.concurrency, large.concurrency) == (4, 32)
+    assert backend(janus_dir, batch_size="2", concurrency="3").concurrency == 3
+    with pytest.raises(ConfigError, match="batch_size"):
+        backend(janus_dir, batch_size="0")
