@@ -12,8 +12,8 @@ one-block transformer and tiny CLIP and T5 encoders; for Qwen-Image a two-layer 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 #: Image side the tiny pipelines produce by default (UNet sample size times the VAE factor of 2).
@@ -440,5 +440,70 @@ def build_tiny_qwen_image(directory: Path) -> Path:
         text_encoder=text_encoder,
         tokenizer=tokenizer,
         scheduler=FlowMatchEulerDiscreteScheduler(shift=3.0, use_dynamic_shifting=True),
+    )
+    return _save(pipe, directory)
+
+
+_CHAT_TEMPLATE = (
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
+    "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+def build_tiny_flux2_klein(directory: Path) -> Path:
+    """A FLUX.2 [klein] pipeline: Qwen3 text encoder (28 layers, as the pipeline reads layers 9, 18
+    and 27), a 2x2-patched VAE and a one-block transformer; it draws, and edits with reference images."""
+    import torch
+    from diffusers import (
+        AutoencoderKLFlux2,
+        FlowMatchEulerDiscreteScheduler,
+        Flux2KleinPipeline,
+        Flux2Transformer2DModel,
+    )
+    from transformers import Qwen2Tokenizer, Qwen3Config, Qwen3ForCausalLM
+
+    tokenizer = Qwen2Tokenizer.from_pretrained(write_qwen2_tokenizer(_work_dir(directory) / "qwen-tokenizer-src"))
+    tokenizer.chat_template = _CHAT_TEMPLATE
+    hidden = 8
+    torch.manual_seed(0)
+    text_encoder = Qwen3ForCausalLM(
+        Qwen3Config(
+            hidden_size=hidden,
+            intermediate_size=16,
+            num_hidden_layers=28,
+            num_attention_heads=2,
+            num_key_value_heads=2,
+            head_dim=4,
+            vocab_size=len(tokenizer),
+            pad_token_id=tokenizer.convert_tokens_to_ids("<|endoftext|>"),
+        )
+    ).eval()
+    latent_channels = 4
+    vae = AutoencoderKLFlux2(
+        block_out_channels=(8, 8),
+        down_block_types=("DownEncoderBlock2D",) * 2,
+        up_block_types=("UpDecoderBlock2D",) * 2,
+        layers_per_block=1,
+        latent_channels=latent_channels,
+        norm_num_groups=4,
+        sample_size=32,
+    )
+    transformer = Flux2Transformer2DModel(
+        in_channels=4 * latent_channels,  # latents patched 2x2
+        num_layers=1,
+        num_single_layers=1,
+        attention_head_dim=16,
+        num_attention_heads=2,
+        joint_attention_dim=3 * hidden,  # three text encoder layers stacked
+        timestep_guidance_channels=16,
+        axes_dims_rope=(4, 4, 4, 4),
+        guidance_embeds=False,
+    )
+    pipe = Flux2KleinPipeline(
+        scheduler=FlowMatchEulerDiscreteScheduler(),
+        vae=vae,
+        text_encoder=text_encoder,
+        tokenizer=tokenizer,
+        transformer=transformer,
     )
     return _save(pipe, directory)
