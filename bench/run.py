@@ -27,7 +27,7 @@ from rich.table import Table
 
 from umni import __version__
 
-from . import batching, inspect_compare, latency, overhead, scale, stores, swap
+from . import batching, hf_batching, inspect_compare, latency, overhead, scale, stores, swap
 from .machine import machine
 
 
@@ -72,6 +72,7 @@ def _benchmarks(s: Sizes) -> dict[str, Callable[[], dict[str, Any]]]:
             samples=s.inspect[0], calls=s.inspect[1], latency=s.inspect[2], concurrency=s.inspect[3]
         ),
         "batching": lambda: batching.run(n=s.batch_n, batch_size=s.batch_size, steps=s.batch_steps, side=32),
+        "hf_batching": lambda: hf_batching.run(n=s.batch_n, batch_size=min(8, s.batch_n)),
         "stores": lambda: stores.run(
             cases=s.overhead_cases // 5, answers_per_case=s.overhead_answers, writes=max(20, s.overhead_cases // 5)
         ),
@@ -124,6 +125,13 @@ def _rows(result: dict[str, Any]) -> list[tuple[str, str, str, str]]:
         return [
             (f"images/s, batch {result['batch_size']} vs 1 ({result['device']})", f"{result['batched_images_per_second']:.2f} vs {result['sequential_images_per_second']:.2f} = {result['speedup']:.2f}×", "", ""),
             ("pipeline calls, batched vs one by one", f"{result['batched_calls']} vs {result['sequential_calls']} (max pixel diff {result['max_pixel_difference']})", "", ""),
+        ]
+    if name == "hf_batching":
+        b, one = result["batched"], result["sequential"]
+        return [
+            (f"answers/s, batch {result['params']['batch_size']} vs 1 ({result['device']})", f"{b['answers_per_second']:.2f} vs {one['answers_per_second']:.2f} = {result['answers_speedup']:.2f}×", "", ""),
+            (f"images/s, batch {result['params']['batch_size']} vs 1 ({result['device']})", f"{b['images_per_second']:.2f} vs {one['images_per_second']:.2f} = {result['images_speedup']:.2f}×", "", ""),
+            ("replies identical batched and alone", str(result["identical_replies"]), "True", _ok(result["identical_replies"])),
         ]
     if name == "inspect_compare":
         p = result["params"]
