@@ -13,13 +13,14 @@ is built per process and shared by every backend instance. The engine keeps ever
 from __future__ import annotations
 
 import threading
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
 import anyio
 import numpy as np
 from PIL import Image
+from pydantic import Field
 
-from umni.backends import Backend
+from umni.backends import Backend, BackendParams
 from umni.errors import BackendError, ConfigError
 from umni.roles import OCR, OcrLine
 from umni.spec import Spec
@@ -49,30 +50,25 @@ def _shared_engine() -> Any:
         return _engine
 
 
+class RapidOcrParams(BackendParams):
+    """``min_confidence``: lines read with a lower confidence are dropped (the engine keeps them all)."""
+
+    min_confidence: Annotated[float, Field(ge=0.0, le=1.0)] = DEFAULT_MIN_CONFIDENCE
+
+
 class RapidOcrBackend(Backend):
     """Fills ``ocr``: lines of text with pixel boxes (x0, y0, x1, y1) and confidences."""
 
     provider: ClassVar[str] = "rapidocr"
     roles: ClassVar[frozenset[str]] = frozenset({OCR})
     default_concurrency: ClassVar[int] = 1  # CPU-bound; onnxruntime already uses every core
+    Params = RapidOcrParams
 
     def __init__(self, spec: Spec) -> None:
         super().__init__(spec)
         if spec.name not in MODELS:
             raise ConfigError(f"backend spec '{spec}': unknown OCR model '{spec.name}'; available: {', '.join(MODELS)}")
-        options = spec.options
-        unknown = set(options) - {"min_confidence"} - self.operational_params
-        if unknown:
-            raise ConfigError(f"backend spec '{spec}': unknown parameter(s) {sorted(unknown)}; known: min_confidence")
-        raw = options.get("min_confidence", str(DEFAULT_MIN_CONFIDENCE))
-        try:
-            self.min_confidence = float(raw)
-        except ValueError:
-            raise ConfigError(
-                f"backend spec '{spec}': min_confidence must be a number in [0, 1], got '{raw}'"
-            ) from None
-        if not 0.0 <= self.min_confidence <= 1.0:
-            raise ConfigError(f"backend spec '{spec}': min_confidence must be in [0, 1], got '{raw}'")
+        self.min_confidence: float = self.params.min_confidence
         self._engine: Any = None
 
     def identity(self) -> dict[str, Any]:
