@@ -42,8 +42,9 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from PIL import Image
+from pydantic import Field, PositiveInt, field_validator
 
-from umni.backends import Backend
+from umni.backends import Backend, BackendParams
 from umni.errors import BackendError, ConfigError, DegenerateOutput
 from umni.filehash import file_sha256
 from umni.roles import EDIT, GENERATE, ImageReply, Part, Usage
@@ -189,9 +190,6 @@ def _auto_text2image_names() -> set[str]:
 # --------------------------------------------------------------------------------------------------
 # Spec parameters
 
-_OUTPUT_PARAMS = (
-    "steps", "guidance", "image_guidance", "strength", "width", "height", "revision", "device", "dtype"
-)
 _DTYPE_NAMES = {
     "bf16": "bfloat16",
     "bfloat16": "bfloat16",
@@ -204,28 +202,29 @@ _DTYPE_NAMES = {
 }
 
 
-def _positive_int(spec: Spec, key: str, *, multiple_of: int = 1) -> int | None:
-    raw = spec.options.get(key)
-    if raw is None:
-        return None
-    try:
-        value = int(raw)
-    except ValueError:
-        value = 0
-    if value < 1 or value % multiple_of:
-        need = f"a positive multiple of {multiple_of}" if multiple_of > 1 else "a positive integer"
-        raise ConfigError(f"spec '{spec}': {key} must be {need}, got '{raw}'")
-    return value
+class DiffusersParams(BackendParams):
+    """The ``diffusers/`` spec's parameters; all but the inherited engine ones change outputs.
 
+    Checks that need the pipeline class (``image_guidance`` only for InstructPix2Pix, ``strength``
+    only for FLUX Fill, Kontext's width and height together) are made by the backend, which knows it.
+    """
 
-def _float(spec: Spec, key: str) -> float | None:
-    raw = spec.options.get(key)
-    if raw is None:
-        return None
-    try:
-        return float(raw)
-    except ValueError:
-        raise ConfigError(f"spec '{spec}': {key} must be a number, got '{raw}'") from None
+    steps: PositiveInt | None = Field(None, description="denoising steps (the pipeline's default if unset)")
+    guidance: float | None = Field(None, allow_inf_nan=False, description="classifier-free guidance scale")
+    image_guidance: float | None = Field(None, allow_inf_nan=False, description="InstructPix2Pix image guidance")
+    strength: float | None = Field(None, gt=0, le=1, description="FLUX Fill: how far from the input to start")
+    width: PositiveInt | None = Field(None, multiple_of=8, description="output width (edits: the input's)")
+    height: PositiveInt | None = Field(None, multiple_of=8, description="output height (edits: the input's)")
+    revision: str | None = Field(None, description="hub branch, tag or commit")
+    device: str | None = Field(None, description="cpu, cuda, cuda:N or mps")
+    dtype: str | None = Field(None, description="bf16, fp16 or fp32")
+
+    @field_validator("dtype")
+    @classmethod
+    def _known_dtype(cls, value: str | None) -> str | None:
+        if value is not None and value.lower() not in _DTYPE_NAMES:
+            raise ValueError("must be one of bf16, fp16, fp32")
+        return value
 
 
 def _resolve_device(spec: Spec) -> str:
@@ -539,42 +538,34 @@ class DiffusersBackend(Backend):
 
     provider: ClassVar[str] = "diffusers"
     roles: ClassVar[frozenset[str]] = frozenset({GENERATE, EDIT})
-    allowed_params: ClassVar[frozenset[str]] = frozenset(_OUTPUT_PARAMS) | Backend.operational_params
+    Params = DiffusersParams
 
     def __init__(self, spec: Spec) -> None:
         super().__init__(spec)
-        unknown = sorted(set(spec.options) - self.allowed_params)
-        if unknown:
-            raise ConfigError(
-                f"spec '{spec}': unknown parameter(s) {', '.join(unknown)}; "
-                f"known: {', '.join(sorted(self.allowed_params))}"
-            )
+        params: DiffusersParams = self.params
         self.source = locate_model(spec)
         self.kind = pipeline_kind(self.source.class_name)
-        self.steps = _positive_int(spec, "steps")
-        self.width = _positive_int(spec, "width", multiple_of=8)
-        self.height = _positive_int(spec, "height", multiple_of=8)
+        self.steps = params.steps
+        self.width = params.width
+        self.height = params.height
         if self.kind.area_arg is not None and (self.width is None) != (self.height is None):
             raise ConfigError(
                 f"spec '{spec}': {self.source.class_name} needs width and height together "
                 "(it keeps their ratio and area, so one alone says neither)"
             )
-        self.guidance = _float(spec, "guidance")
-        self.image_guidance = _float(spec, "image_guidance")
+        self.guidance = params.guidance
+        self.image_guidance = params.image_guidance
         if self.image_guidance is not None and not self.kind.image_guidance:
             raise ConfigError(
                 f"spec '{spec}': image_guidance applies to InstructPix2Pix pipelines, not {self.source.class_name}"
             )
-        self.strength = _float(spec, "strength")
+        self.strength = params.strength
         if self.strength is not None and not self.kind.needs_strength:
             raise ConfigError(f"spec '{spec}': strength applies to FLUX Fill pipelines, not {self.source.class_name}")
-        if self.strength is not None and not 0 < self.strength <= 1:
-            raise ConfigError(f"spec '{spec}': strength must be in (0, 1], got {self.strength}")
         self.device = _resolve_device(spec)
         self.dtype = _resolve_dtype(spec, self.device)
         default_batch = 4 if self.device.startswith("cuda") else 1
-        self.batch_size = _positive_int(spec, "batch_size") or default_batch
-        _positive_int(spec, "concurrency")
+        self.batch_size = params.batch_size or default_batch
         self._pipeline: LoadedPipeline | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------------
@@ -603,8 +594,7 @@ class DiffusersBackend(Backend):
 
     @property
     def concurrency(self) -> int:
-        raw = self.spec.options.get("concurrency")
-        return int(raw) if raw else 2 * self.batch_size
+        return self.params.concurrency or 2 * self.batch_size
 
     @property
     def pipeline(self) -> LoadedPipeline:
