@@ -30,13 +30,14 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Hashable, Sequence
 from functools import partial
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Literal, TypeVar
 
 import anyio.to_thread
 import numpy as np
 from PIL import Image
+from pydantic import NonNegativeFloat, PositiveInt
 
-from umni.backends import Backend
+from umni.backends import Backend, BackendParams
 from umni.errors import ConfigError
 from umni.roles import (
     DETECT,
@@ -58,8 +59,6 @@ from .hf_loading import DETECTOR, JANUS, ROLES_BY_KIND, VLM, LoadedModel, ModelS
 
 T = TypeVar("T")
 
-CHOICE_MODES = ("letter", "likelihood")
-
 #: Output-affecting parameters, their defaults, and the kinds of model they apply to.
 _SETTINGS: dict[str, tuple[Any, frozenset[str]]] = {
     "mode": ("letter", frozenset({JANUS, VLM})),
@@ -69,7 +68,23 @@ _SETTINGS: dict[str, tuple[Any, frozenset[str]]] = {
     "image_temperature": (1.0, frozenset({JANUS})),
     "threshold": (0.1, frozenset({DETECTOR})),
 }
-_LOCATION_PARAMS = frozenset({"device", "dtype", "revision"})
+
+
+class HFParams(BackendParams):
+    """The spec parameters; None means "not given", so defaults (which depend on the model kind and the
+    device) are filled in by the backend and written out in its identity."""
+
+    operational: ClassVar[frozenset[str]] = BackendParams.operational | {"device"}
+
+    device: str | None = None
+    dtype: str | None = None
+    revision: str | None = None
+    mode: Literal["letter", "likelihood"] | None = None
+    temperature: NonNegativeFloat | None = None
+    max_new_tokens: PositiveInt | None = None
+    cfg: NonNegativeFloat | None = None
+    image_temperature: NonNegativeFloat | None = None
+    threshold: NonNegativeFloat | None = None
 
 
 class HFBackend(Backend):
@@ -77,18 +92,19 @@ class HFBackend(Backend):
 
     provider: ClassVar[str] = "hf"
     roles: ClassVar[frozenset[str]] = frozenset({UNDERSTAND, JUDGE, GENERATE, DETECT, EMBED})
-    operational_params: ClassVar[frozenset[str]] = Backend.operational_params | {"device"}
+    Params = HFParams
 
     def __init__(self, spec: Spec) -> None:
         super().__init__(spec)
-        options = spec.options
-        self.source: ModelSource = hf_loading.locate(spec.name, options.get("revision") or None)
+        params: HFParams = self.params
+        self.source: ModelSource = hf_loading.locate(spec.name, params.revision or None)
         self.kind: str = hf_loading.classify(self.source.config, spec.name)
-        self.settings: dict[str, Any] = self._read_settings(options)
+        self.settings: dict[str, Any] = self._read_settings(params)
         cuda, mps, bf16 = hf_loading.probe_accelerators()
-        self.device: str = hf_loading.choose_device(options.get("device"), cuda=cuda, mps=mps)
-        self.dtype: str = hf_loading.choose_dtype(options.get("dtype"), self.device, bf16_supported=bf16)
-        self.batch_size: int = _batch_size(options.get("batch_size"), self.device)
+        self.device: str = hf_loading.choose_device(params.device, cuda=cuda, mps=mps)
+        self.dtype: str = hf_loading.choose_dtype(params.dtype, self.device, bf16_supported=bf16)
+        #: The most concurrent requests joined into one model call: more on a GPU, which a batch fills.
+        self.batch_size: int = params.batch_size or (4 if self.device == "cpu" else 8)
         self._loaded: LoadedModel | None = None
 
     @property
@@ -97,23 +113,17 @@ class HFBackend(Backend):
         raw = self.spec.options.get("concurrency")
         return int(raw) if raw else 2 * self.batch_size
 
-    def _read_settings(self, options: dict[str, str]) -> dict[str, Any]:
-        known = set(_SETTINGS) | _LOCATION_PARAMS | set(self.operational_params)
-        unknown = sorted(set(options) - known)
-        if unknown:
-            raise ConfigError(
-                f"{self.spec}: unknown parameter(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}"
-            )
+    def _read_settings(self, params: HFParams) -> dict[str, Any]:
+        """Every output-affecting setting of this kind of model, defaults included."""
         settings: dict[str, Any] = {}
         for name, (default, kinds) in _SETTINGS.items():
-            if name in options and self.kind not in kinds:
+            value = getattr(params, name)
+            if value is not None and self.kind not in kinds:
                 raise ConfigError(
                     f"{self.spec}: parameter {name} does not apply to this {self.kind} model", field=name
                 )
             if self.kind in kinds:
-                settings[name] = _convert(name, options.get(name), default)
-        if settings.get("mode", "letter") not in CHOICE_MODES:
-            raise ConfigError(f"{self.spec}: mode must be one of {', '.join(CHOICE_MODES)}", field="mode")
+                settings[name] = default if value is None else value
         return settings
 
     # ----------------------------------------------------------------------------------------------
@@ -269,29 +279,3 @@ def _batcher_for(loaded: LoadedModel) -> MicroBatcher:
 
 def _image_sizes(parts: Sequence[Part]) -> tuple[tuple[int, int], ...]:
     return tuple(part.size for part in parts if isinstance(part, Image.Image))
-
-
-def _batch_size(raw: str | None, device: str) -> int:
-    if raw is None or raw == "":
-        return 4 if device == "cpu" else 8
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ConfigError(f"parameter batch_size={raw} is not a whole number", field="batch_size") from None
-    if value < 1:
-        raise ConfigError(f"parameter batch_size={raw} must be at least 1", field="batch_size")
-    return value
-
-
-def _convert(name: str, raw: str | None, default: Any) -> Any:
-    if raw is None or raw == "":
-        return default
-    if name == "mode":
-        return raw
-    try:
-        value = int(raw) if name == "max_new_tokens" else float(raw)
-    except ValueError:
-        raise ConfigError(f"parameter {name}={raw} is not a number", field=name) from None
-    if value < 0 or (name == "max_new_tokens" and value == 0):
-        raise ConfigError(f"parameter {name}={raw} must be positive", field=name)
-    return value
