@@ -8,7 +8,6 @@ constructor. Loaded models live in a process-wide cache so several specs naming 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import threading
 from dataclasses import dataclass, field
@@ -17,10 +16,21 @@ from typing import Any
 
 from umni.errors import BackendError, ConfigError
 from umni.extras import missing_extra_hint
-from umni.filehash import file_sha256
 from umni.roles import DETECT, EMBED, GENERATE, JUDGE, UNDERSTAND
 
-from .local_models import LOAD_LOCK
+from .local_models import (  # device, dtype and folder rules are shared with diffusers; re-exported
+    ModelCache,
+    choose_device,
+    choose_dtype,
+    fingerprint_files,
+    looks_local,
+    probe_accelerators,
+)
+
+__all__ = [
+    "DETECTOR", "EMBEDDER", "JANUS", "VLM", "LoadedModel", "ModelSource", "choose_device", "choose_dtype",
+    "classify", "clear_cache", "load", "local_revision", "locate", "looks_local", "probe_accelerators",
+]
 
 JANUS = "janus"
 VLM = "vlm"
@@ -41,61 +51,7 @@ EMBEDDER_MODEL_TYPES = frozenset({
     "siglip_vision_model", "siglip2", "siglip2_vision_model", "vit",
 })
 
-_DTYPE_ALIASES = {
-    "bf16": "bfloat16", "bfloat16": "bfloat16",
-    "fp16": "float16", "float16": "float16", "half": "float16",
-    "fp32": "float32", "float32": "float32", "float": "float32",
-}
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".index.json", ".pt", ".pth")
-
-
-# --------------------------------------------------------------------------------------------------
-# device and dtype
-
-
-def choose_device(requested: str | None, *, cuda: bool, mps: bool) -> str:
-    """The device to run on: the one asked for, else the fastest available (cuda > mps > cpu)."""
-    if requested and requested != "auto":
-        kind = requested.split(":", 1)[0]
-        if kind not in ("cpu", "cuda", "mps"):
-            raise ConfigError(f"device={requested} is not one of auto, cpu, cuda, cuda:N, mps", field="device")
-        if kind == "cuda" and not cuda:
-            raise ConfigError(f"device={requested} asked for, but torch sees no CUDA device", field="device")
-        if kind == "mps" and not mps:
-            raise ConfigError(f"device={requested} asked for, but torch sees no MPS device", field="device")
-        return requested
-    if cuda:
-        return "cuda"
-    if mps:
-        return "mps"
-    return "cpu"
-
-
-def choose_dtype(requested: str | None, device: str, *, bf16_supported: bool) -> str:
-    """The weight dtype: the one asked for, else bf16 on a GPU that has it, fp16 on other GPUs, fp32 on CPU.
-
-    Half precision on CPU is slow and poorly supported by many kernels, hence fp32 there.
-    """
-    if requested and requested != "auto":
-        if requested.lower() not in _DTYPE_ALIASES:
-            raise ConfigError(f"dtype={requested} is not one of auto, bf16, fp16, fp32", field="dtype")
-        return _DTYPE_ALIASES[requested.lower()]
-    kind = device.split(":", 1)[0]
-    if kind == "cuda":
-        return "bfloat16" if bf16_supported else "float16"
-    if kind == "mps":
-        return "float16"
-    return "float32"
-
-
-def probe_accelerators() -> tuple[bool, bool, bool]:
-    """(cuda available, mps available, cuda supports bf16) as torch sees this machine."""
-    import torch
-
-    cuda = torch.cuda.is_available()
-    mps = bool(getattr(torch.backends, "mps", None) and torch.backends.mps.is_available())
-    bf16 = bool(cuda and torch.cuda.is_bf16_supported())
-    return cuda, mps, bf16
 
 
 # --------------------------------------------------------------------------------------------------
@@ -117,11 +73,6 @@ class ModelSource:
         return None if self.local else self.revision
 
 
-def looks_local(name: str) -> bool:
-    """Whether a spec name means a folder rather than a hub repo id (`org/name` has one slash at most)."""
-    return name.startswith(("/", "./", "../", "~", ".\\")) or name.count("/") >= 2 or Path(name).exists()
-
-
 def local_revision(folder: Path) -> str:
     """A content fingerprint of a local checkpoint, standing in for a hub commit.
 
@@ -129,12 +80,8 @@ def local_revision(folder: Path) -> str:
     remembered per file by size, mtime_ns and inode), so weights overwritten in place with a file of
     the same size are a new identity and stale predictions never come back from the cache.
     """
-    digest = hashlib.sha256()
-    digest.update((folder / "config.json").read_bytes())
-    for path in sorted(folder.iterdir()):
-        if path.is_file() and path.name.endswith(_WEIGHT_SUFFIXES):
-            digest.update(f"\0{path.name}\0{file_sha256(path)}".encode())
-    return "sha256:" + digest.hexdigest()
+    weights = [path for path in folder.iterdir() if path.is_file() and path.name.endswith(_WEIGHT_SUFFIXES)]
+    return fingerprint_files(folder, weights, prefix=(folder / "config.json").read_bytes())
 
 
 def locate(name: str, revision: str | None) -> ModelSource:
@@ -254,8 +201,7 @@ class LoadedModel:
     batcher: Any = None
 
 
-_CACHE: dict[tuple[str, str, str, str], LoadedModel] = {}
-_CACHE_LOCK = threading.Lock()
+_CACHE: ModelCache[LoadedModel] = ModelCache()
 
 
 def load(source: ModelSource, kind: str, device: str, dtype: str) -> LoadedModel:
@@ -264,17 +210,12 @@ def load(source: ModelSource, kind: str, device: str, dtype: str) -> LoadedModel
     Blocking: call it from a worker thread.
     """
     key = (source.name, source.revision, device, dtype)
-    with _CACHE_LOCK:  # held while loading, so two specs racing for one model load it once
-        if key not in _CACHE:
-            with LOAD_LOCK:
-                _CACHE[key] = _load_uncached(source, kind, device, dtype)
-        return _CACHE[key]
+    return _CACHE.get(key, lambda: _load_uncached(source, kind, device, dtype))
 
 
 def clear_cache() -> None:
     """Forget every loaded model (frees memory once no backend holds a reference)."""
-    with _CACHE_LOCK:
-        _CACHE.clear()
+    _CACHE.clear()
 
 
 def _load_uncached(source: ModelSource, kind: str, device: str, dtype: str) -> LoadedModel:
