@@ -507,3 +507,53 @@ def build_tiny_flux2_klein(directory: Path) -> Path:
         transformer=transformer,
     )
     return _save(pipe, directory)
+
+
+def build_tiny_hunyuan_image(directory: Path) -> Path:
+    """A HunyuanImage-2.1 pipeline: the tiny Qwen-Image's Qwen2.5-VL text encoder and tokenizer, a
+    one-layer ByT5-style T5 encoder for quoted glyph text, a 4x VAE and a one-block transformer."""
+    import torch
+    from diffusers import (
+        AutoencoderKLHunyuanImage,
+        FlowMatchEulerDiscreteScheduler,
+        HunyuanImagePipeline,
+        HunyuanImageTransformer2DModel,
+        QwenImagePipeline,
+    )
+    from transformers import ByT5Tokenizer, T5Config, T5EncoderModel
+
+    qwen = QwenImagePipeline.from_pretrained(build_tiny_qwen_image(_work_dir(directory) / "qwen-image"))
+    torch.manual_seed(0)
+    vae = AutoencoderKLHunyuanImage(
+        in_channels=3,
+        out_channels=3,
+        latent_channels=4,
+        block_out_channels=(32, 32, 32),  # 32: its GroupNorms have 32 groups; three blocks: 4x
+        layers_per_block=1,
+        spatial_compression_ratio=4,
+        sample_size=32,
+        scaling_factor=1.0,
+    )
+    transformer = HunyuanImageTransformer2DModel(
+        in_channels=4,
+        out_channels=4,
+        num_attention_heads=2,
+        attention_head_dim=16,
+        num_layers=1,
+        num_single_layers=1,
+        num_refiner_layers=1,
+        text_embed_dim=16,  # the Qwen2.5-VL encoder's hidden size
+        text_embed_2_dim=8,  # the T5 encoder's
+        rope_axes_dim=(8, 8),
+    )
+    byt5 = T5EncoderModel(T5Config(d_model=8, d_kv=4, d_ff=16, num_layers=1, num_heads=2, vocab_size=384)).eval()
+    pipe = HunyuanImagePipeline(
+        scheduler=FlowMatchEulerDiscreteScheduler(shift=3.0),
+        vae=vae,
+        text_encoder=qwen.text_encoder,
+        tokenizer=qwen.tokenizer,
+        text_encoder_2=byt5,
+        tokenizer_2=ByT5Tokenizer(),
+        transformer=transformer,
+    )
+    return _save(pipe, directory)
