@@ -2,7 +2,7 @@
 
 One class serves four kinds of checkpoint, told apart by config.json before any weights load:
 
-- Janus / Janus-Pro: understand, judge and generate (a full unified model);
+- Janus / Janus-Pro and Emu3: understand, judge and generate (full unified models);
 - chat VLMs (anything AutoModelForImageTextToText loads, with a chat template): understand, judge,
   and detect by asking for boxes as JSON;
 - zero-shot detectors (OWL-ViT, OWLv2, Grounding DINO): detect;
@@ -15,7 +15,8 @@ Spec parameters (all optional):
 - ``revision``: hub branch, tag or commit (pinned to the commit found when the spec is read).
 - ``mode`` (letter|likelihood): how multiple-choice questions are answered.
 - ``temperature`` (default 0 = greedy) and ``max_new_tokens`` (a cap on reply length) for text.
-- ``cfg`` (default 5) and ``image_temperature`` (default 1) for Janus image generation.
+- ``cfg`` (default 5) and ``image_temperature`` (default 1) for Janus and Emu3 image generation;
+  ``image_side`` (default 720) for Emu3, whose image size is asked for in the prompt.
 - ``threshold`` (default 0.1) for zero-shot detection scores.
 
 Operational: ``batch_size`` (default 4 on CPU, 8 on a GPU), the most concurrent requests (answers,
@@ -55,17 +56,18 @@ from umni.spec import Spec
 
 from . import hf_loading
 from .batching import MicroBatcher
-from .hf_loading import DETECTOR, JANUS, ROLES_BY_KIND, VLM, LoadedModel, ModelSource
+from .hf_loading import DETECTOR, EMU3, JANUS, ROLES_BY_KIND, VLM, LoadedModel, ModelSource
 
 T = TypeVar("T")
 
 #: Output-affecting parameters, their defaults, and the kinds of model they apply to.
 _SETTINGS: dict[str, tuple[Any, frozenset[str]]] = {
-    "mode": ("letter", frozenset({JANUS, VLM})),
-    "temperature": (0.0, frozenset({JANUS, VLM})),
-    "max_new_tokens": (None, frozenset({JANUS, VLM})),
-    "cfg": (5.0, frozenset({JANUS})),
-    "image_temperature": (1.0, frozenset({JANUS})),
+    "mode": ("letter", frozenset({JANUS, EMU3, VLM})),
+    "temperature": (0.0, frozenset({JANUS, EMU3, VLM})),
+    "max_new_tokens": (None, frozenset({JANUS, EMU3, VLM})),
+    "cfg": (5.0, frozenset({JANUS, EMU3})),
+    "image_temperature": (1.0, frozenset({JANUS, EMU3})),
+    "image_side": (720, frozenset({EMU3})),
     "threshold": (0.1, frozenset({DETECTOR})),
 }
 
@@ -84,6 +86,7 @@ class HFParams(BackendParams):
     max_new_tokens: PositiveInt | None = None
     cfg: NonNegativeFloat | None = None
     image_temperature: NonNegativeFloat | None = None
+    image_side: PositiveInt | None = None
     threshold: NonNegativeFloat | None = None
 
 
@@ -191,10 +194,19 @@ class HFBackend(Backend):
         )
 
     async def generate(self, parts: Sequence[Part], *, seed: int = 0) -> ImageReply:
-        from .hf_janus import generate_images
-
         self._require(GENERATE)
         cfg, temperature = self.settings["cfg"], self.settings["image_temperature"]
+        if self.kind == EMU3:
+            from . import hf_emu3
+
+            side = self.settings["image_side"]
+            image, usage = await self._batched(
+                partial(hf_emu3.generate_images, cfg=cfg, temperature=temperature, side=side), (parts, seed),
+                key=("emu3-generate", cfg, temperature, side), sampled=temperature > 0,
+            )
+            return ImageReply(image=image, usage=usage)
+        from .hf_janus import generate_images
+
         image, usage = await self._batched(
             partial(generate_images, cfg=cfg, temperature=temperature), (parts, seed),
             key=("generate", cfg, temperature, _image_sizes(parts)),

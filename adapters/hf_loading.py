@@ -28,11 +28,12 @@ from .local_models import (  # device, dtype and folder rules are shared with di
 )
 
 __all__ = [
-    "DETECTOR", "EMBEDDER", "JANUS", "VLM", "LoadedModel", "ModelSource", "choose_device", "choose_dtype",
+    "DETECTOR", "EMBEDDER", "EMU3", "JANUS", "VLM", "LoadedModel", "ModelSource", "choose_device", "choose_dtype",
     "classify", "clear_cache", "load", "local_revision", "locate", "looks_local", "probe_accelerators",
 ]
 
 JANUS = "janus"
+EMU3 = "emu3"
 VLM = "vlm"
 DETECTOR = "detector"
 EMBEDDER = "embedder"
@@ -40,6 +41,7 @@ EMBEDDER = "embedder"
 #: What each kind of checkpoint can do; a VLM detects by being asked for boxes as JSON.
 ROLES_BY_KIND: dict[str, frozenset[str]] = {
     JANUS: frozenset({UNDERSTAND, JUDGE, GENERATE}),
+    EMU3: frozenset({UNDERSTAND, JUDGE, GENERATE}),
     VLM: frozenset({UNDERSTAND, JUDGE, DETECT}),
     DETECTOR: frozenset({DETECT}),
     EMBEDDER: frozenset({EMBED}),
@@ -156,6 +158,8 @@ def classify(config: dict[str, Any], spec_name: str) -> str:
     architectures = config.get("architectures") or []
     if model_type == "janus" or "JanusForConditionalGeneration" in architectures:
         return JANUS
+    if model_type == "emu3" or "Emu3ForConditionalGeneration" in architectures:
+        return EMU3
     if model_type in MODEL_FOR_ZERO_SHOT_OBJECT_DETECTION_MAPPING_NAMES:
         return DETECTOR
     if model_type in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES:
@@ -163,7 +167,7 @@ def classify(config: dict[str, Any], spec_name: str) -> str:
     if model_type in EMBEDDER_MODEL_TYPES and model_type in MODEL_MAPPING_NAMES:
         return EMBEDDER
     served = (
-        "JanusForConditionalGeneration (understand, judge, generate); "
+        "JanusForConditionalGeneration and Emu3ForConditionalGeneration (understand, judge, generate); "
         "chat vision-language models loadable with AutoModelForImageTextToText, e.g. "
         "Qwen2_5_VLForConditionalGeneration, Qwen3VLForConditionalGeneration, Idefics3ForConditionalGeneration, "
         "LlavaOnevisionForConditionalGeneration (understand, judge, detect); zero-shot detectors "
@@ -224,6 +228,7 @@ def _load_uncached(source: ModelSource, kind: str, device: str, dtype: str) -> L
 
     model_class: Any = {
         JANUS: transformers.JanusForConditionalGeneration,
+        EMU3: transformers.Emu3ForConditionalGeneration,
         VLM: transformers.AutoModelForImageTextToText,
         DETECTOR: transformers.AutoModelForZeroShotObjectDetection,
         EMBEDDER: transformers.AutoModel,
@@ -244,7 +249,7 @@ def _load_uncached(source: ModelSource, kind: str, device: str, dtype: str) -> L
     except (OSError, ValueError) as exc:
         raise BackendError(f"hf/{source.name}: loading failed: {exc}", retryable=False) from exc
     model.to(device).eval()
-    if kind in (JANUS, VLM) and not getattr(processor, "chat_template", None):
+    if kind in (JANUS, EMU3, VLM) and not getattr(processor, "chat_template", None):
         raise ConfigError(
             f"hf/{source.name}: the processor has no chat template, so prompts cannot be laid out for this "
             "model; use a chat/instruct checkpoint (one whose folder has chat_template.jinja or a template "

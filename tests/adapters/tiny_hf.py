@@ -186,3 +186,39 @@ def build_dinov2(path: Path) -> Path:
     model.save_pretrained(path)
     image_processor.save_pretrained(path)
     return path
+
+
+#: A tiny Emu3's VQ codebook: every code is a "<|visual token NNNNNN|>" token of the text vocabulary.
+EMU3_CODES = 32
+
+
+def build_emu3(path: Path) -> Path:
+    """An Emu3 (understand + generate through one token stream): 4x4-token images, 32-entry codebook."""
+    from transformers import Emu3Config, Emu3ForConditionalGeneration, Emu3ImageProcessor, Emu3Processor
+
+    visual = [f"<|visual token {i:06d}|>" for i in range(EMU3_CODES)]
+    named = {"image_token": "<image>", "boi_token": "<|image start|>", "eoi_token": "<|image end|>",
+             "image_wrapper_token": "<|image token|>", "eof_token": "<|extra_201|>"}
+    tokenizer = build_tokenizer(
+        [*named.values(), "<|extra_200|>", *visual], extra_named=named,
+        chat_template=_chat_template("<image>"), vocab_size=360,
+    )
+    vocab = tokenizer.get_vocab()
+    text = {"vocab_size": len(tokenizer), "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
+            "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 512,
+            "bos_token_id": tokenizer.bos_token_id, "eos_token_id": tokenizer.eos_token_id,
+            "pad_token_id": tokenizer.pad_token_id, "attention_dropout": 0.0}
+    vq = {"codebook_size": EMU3_CODES, "embed_dim": 8, "latent_channels": 8, "base_channels": 32,
+          "channel_multiplier": [1, 1, 1, 1], "num_res_blocks": 1, "attn_resolutions": [], "hidden_size": 32,
+          "temporal_downsample_factor": 4}
+    config = Emu3Config(text_config=text, vq_config=vq, vocabulary_map=vocab)
+    config.architectures = ["Emu3ForConditionalGeneration"]
+    torch.manual_seed(0)
+    model = Emu3ForConditionalGeneration(config).eval()
+    processor = Emu3Processor(
+        image_processor=Emu3ImageProcessor(min_pixels=16 * 16, max_pixels=32 * 32, spatial_factor=8),
+        tokenizer=tokenizer, chat_template=_chat_template("<image>"),
+    )
+    model.save_pretrained(path)
+    processor.save_pretrained(path)
+    return path
