@@ -50,7 +50,7 @@ from umni.filehash import file_sha256
 from umni.roles import EDIT, GENERATE, ImageReply, Part, Usage
 from umni.spec import Spec
 
-from .diffusion_batching import MicroBatcher
+from .batching import MicroBatcher
 from .local_models import LOAD_LOCK
 
 # --------------------------------------------------------------------------------------------------

@@ -20,13 +20,21 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from tests.adapters.tiny_diffusers import (
+    DEFAULT_SIDE,
+    backend,
+    build_tiny_ip2p,
+    build_tiny_sd,
+    concurrently,
+    pixels,
+    png,
+    started,
+)
 from umni.errors import BackendError, ConfigError
 from umni.roles import EDIT, GENERATE, Editor, Generator
 from umni.spec import Spec
-
+from umni_adapters.batching import MicroBatcher
 from umni_adapters.diffusion import DiffusersBackend, pipeline_kind
-from umni_adapters.diffusion_batching import MicroBatcher
-from tests.adapters.tiny_diffusers import DEFAULT_SIDE, backend, concurrently, build_tiny_ip2p, build_tiny_sd, pixels, png, started
 
 pytest.importorskip("diffusers")
 

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 from PIL import Image
+
+from tests.support.shared_data import SHARED_DATA, shared_data
+from umni.errors import InputError, InputErrors, ParseFailure
 from umni_cases import bundled
 from umni_graphs.aegis import cases as C
 from umni_graphs.aegis import prompts as P
 from umni_graphs.aegis import scoring as S
-
-from tests.support.shared_data import SHARED_DATA, shared_data
-from umni.errors import InputError, InputErrors, ParseFailure
 
 REAL = SHARED_DATA / "aegis" / "annotation.json"
 BUNDLED = bundled("aegis") / "annotation.json"

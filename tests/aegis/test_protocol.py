@@ -12,10 +12,6 @@ from pathlib import Path
 import anyio
 import pytest
 from PIL import Image
-from umni_cases import bundled
-from umni_graphs.aegis import PROTOCOL
-from umni_graphs.aegis import prompts as P
-from umni_graphs.aegis.cases import DOMAIN_GROUPS, TASKS
 
 from tests.support.shared_data import SHARED_DATA, shared_data
 from umni.backends import Backend
@@ -28,6 +24,10 @@ from umni.roles import MODEL_ROLES, ImageReply, TextReply
 from umni.runner import RetryPolicy, Runner
 from umni.spec import Spec
 from umni.store import Cache
+from umni_cases import bundled
+from umni_graphs.aegis import PROTOCOL
+from umni_graphs.aegis import prompts as P
+from umni_graphs.aegis.cases import DOMAIN_GROUPS, TASKS
 
 BUNDLED = bundled("aegis") / "annotation.json"
 REAL = SHARED_DATA / "aegis" / "annotation.json"
