@@ -172,7 +172,13 @@ def backend_class(provider: str) -> type[Backend]:
 
 
 def create_backend(spec: Spec) -> Backend:
-    """Instantiate the backend a spec names; fails early with what would work."""
+    """Instantiate the backend a spec names; fails early with what would work.
+
+    A spec with ``placement=ray`` is served by a pool of Ray actors (``umni.placement``)."""
+    if "placement" in spec.options:
+        from .placement import RayPool, inner_spec, is_placed
+
+        return RayPool(spec) if is_placed(spec) else backend_class(spec.provider)(inner_spec(spec))
     return backend_class(spec.provider)(spec)
 
 

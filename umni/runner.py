@@ -153,10 +153,12 @@ class LanePool:
 
     def lanes_for(self, bindings: Bindings, concurrency: int | None) -> dict[int, _Lane]:
         """The lane of each bound backend (by id): its own `concurrency` option when its spec sets
-        one, else the run's `concurrency`, else the backend's default."""
+        one, else the run's `concurrency`, else the backend's default. A pool of replicas (placement=ray)
+        keeps its whole capacity: a run-wide `--concurrency` must not idle its replicas."""
         lanes = {}
         for backend in bindings.unique():
-            limit = backend.concurrency if "concurrency" in backend.spec.options or concurrency is None else concurrency
+            own = "concurrency" in backend.spec.options or getattr(backend, "pooled", False)
+            limit = backend.concurrency if own or concurrency is None else concurrency
             lanes[id(backend)] = self.lane(backend, limit)
         return lanes
 

@@ -1,0 +1,97 @@
+"""Backends served by a pool of Ray actors (issue 14): the same results as in process, recovery from
+a dead replica, and placement problems refused at once with the spec named."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from umni.backends import create_backend
+from umni.cli import main
+from umni.errors import BackendError, ConfigError
+from umni.spec import Spec
+
+ray = pytest.importorskip("ray")
+
+from umni.placement import RayPool  # noqa: E402
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cluster() -> Iterator[None]:
+    ray.init(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+def run(model: str, tmp: Path, name: str) -> bytes:
+    out = tmp / name
+    code = main(
+        [
+            "run",
+            "umnibench",
+            "--model",
+            model,
+            "--limit",
+            "4",
+            "--out",
+            str(out),
+            "--cache",
+            str(tmp / f"{name}-cache"),
+            "--quiet",
+        ]
+    )
+    assert code == 0
+    return (out / "results.jsonl").read_bytes()
+
+
+def test_identity_is_the_same_in_process_or_on_ray() -> None:
+    local = create_backend(Spec.parse("sim/umm?skill=0.5"))
+    placed = create_backend(Spec.parse("sim/umm?skill=0.5&placement=ray&replicas=2&cpus=0.5"))
+    assert isinstance(placed, RayPool)
+    assert placed.identity() == local.identity()
+    assert placed.identity_hash() == local.identity_hash()
+    assert placed.concurrency == 2 * local.concurrency
+
+
+def test_umnibench_results_match_in_process(tmp_path: Path) -> None:
+    local = run("sim/umm", tmp_path, "local")
+    placed = run("sim/umm?placement=ray&replicas=2&cpus=0.5", tmp_path, "ray")
+    assert placed == local
+
+
+def test_killed_replica_is_restarted_and_its_call_retryable() -> None:
+    async def scenario() -> None:
+        pool = create_backend(Spec.parse("sim/umm?placement=ray&replicas=1&cpus=0.5"))
+        assert isinstance(pool, RayPool)
+        await pool.ensure_started()
+        try:
+            before = await pool.respond(["hello"], seed=1)
+            ray.kill(pool._actors[0])
+            with pytest.raises(BackendError) as died:
+                await pool.respond(["hello"], seed=1)
+            assert died.value.retryable
+            assert (await pool.respond(["hello"], seed=1)) == before
+        finally:
+            await pool.ensure_closed()
+
+    asyncio.run(scenario())
+
+
+def test_over_subscription_is_refused_at_once() -> None:
+    pool = create_backend(Spec.parse("sim/umm?placement=ray&replicas=3&cpus=1"))
+    with pytest.raises(ConfigError, match="sim/umm.*3 replica"):
+        asyncio.run(pool.ensure_started())
+
+
+def test_start_timeout_names_the_spec() -> None:
+    # a GPU no 2-CPU test cluster has: the actor can never be placed, so only the timeout ends the wait
+    pool = create_backend(Spec.parse("sim/umm?placement=ray&cpus=0.5&start_timeout=2"))
+    assert isinstance(pool, RayPool)
+    assert ray.available_resources().get("GPU", 0) == 0
+    pool.gpus = 1.0
+    pool._check_resources = lambda: None  # type: ignore[method-assign]  # let the unplaceable actor be asked for
+    with pytest.raises(ConfigError, match="sim/umm.*did not start within 2s"):
+        asyncio.run(pool.ensure_started())
