@@ -35,7 +35,6 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,7 +50,7 @@ from umni.roles import EDIT, GENERATE, ImageReply, Part, Usage
 from umni.spec import Spec
 
 from .batching import MicroBatcher
-from .local_models import LOAD_LOCK
+from .local_models import DTYPE_ALIASES, ModelCache, choose_device, choose_dtype, probe_accelerators
 
 # --------------------------------------------------------------------------------------------------
 # What each pipeline class can do
@@ -190,17 +189,6 @@ def _auto_text2image_names() -> set[str]:
 # --------------------------------------------------------------------------------------------------
 # Spec parameters
 
-_DTYPE_NAMES = {
-    "bf16": "bfloat16",
-    "bfloat16": "bfloat16",
-    "fp16": "float16",
-    "float16": "float16",
-    "half": "float16",
-    "fp32": "float32",
-    "float32": "float32",
-    "float": "float32",
-}
-
 
 class DiffusersParams(BackendParams):
     """The ``diffusers/`` spec's parameters; all but the inherited engine ones change outputs.
@@ -222,44 +210,25 @@ class DiffusersParams(BackendParams):
     @field_validator("dtype")
     @classmethod
     def _known_dtype(cls, value: str | None) -> str | None:
-        if value is not None and value.lower() not in _DTYPE_NAMES:
+        if value is not None and value.lower() not in DTYPE_ALIASES:
             raise ValueError("must be one of bf16, fp16, fp32")
         return value
 
 
 def _resolve_device(spec: Spec) -> str:
-    import torch
-
-    raw = spec.options.get("device")
-    if raw is None:
-        if torch.cuda.is_available():
-            return "cuda"
-        if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
-            return "mps"
-        return "cpu"
-    kind = raw.split(":", 1)[0]
-    if kind not in ("cpu", "cuda", "mps"):
-        raise ConfigError(f"spec '{spec}': device must be cpu, cuda, cuda:N or mps, got '{raw}'")
-    if kind == "cuda" and not torch.cuda.is_available():
-        raise ConfigError(f"spec '{spec}': device '{raw}' asked for but CUDA is not available; use device=cpu")
-    if kind == "mps" and not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
-        raise ConfigError(f"spec '{spec}': device 'mps' asked for but MPS is not available; use device=cpu")
-    return raw
+    cuda, mps, _ = probe_accelerators()
+    try:
+        return choose_device(spec.options.get("device"), cuda=cuda, mps=mps)
+    except ConfigError as exc:
+        raise ConfigError(f"spec '{spec}': {exc}") from None
 
 
 def _resolve_dtype(spec: Spec, device: str) -> str:
-    import torch
-
-    raw = spec.options.get("dtype")
-    if raw is not None:
-        if raw.lower() not in _DTYPE_NAMES:
-            raise ConfigError(f"spec '{spec}': dtype must be one of bf16, fp16, fp32, got '{raw}'")
-        return _DTYPE_NAMES[raw.lower()]
-    if device.startswith("cuda"):
-        return "bfloat16" if torch.cuda.is_bf16_supported() else "float16"
-    if device == "mps":
-        return "float16"
-    return "float32"
+    _, _, bf16 = probe_accelerators()
+    try:
+        return choose_dtype(spec.options.get("dtype"), device, bf16_supported=bf16)
+    except ConfigError as exc:
+        raise ConfigError(f"spec '{spec}': {exc}") from None
 
 
 # --------------------------------------------------------------------------------------------------
@@ -486,24 +455,18 @@ def _free_accelerator_memory() -> None:
         torch.cuda.empty_cache()
 
 
-_PIPELINES: dict[tuple[str, str | None, str, str], LoadedPipeline] = {}
-_PIPELINES_LOCK = threading.Lock()
+_PIPELINES: ModelCache[LoadedPipeline] = ModelCache()
 
 
 def loaded_pipeline(source: ModelSource, kind: PipelineKind, dtype: str, device: str) -> LoadedPipeline:
     """The shared pipeline for this model, loading it on first use (blocking; call from a thread)."""
     key = (source.location, source.revision, dtype, device)
-    with _PIPELINES_LOCK:
-        if key not in _PIPELINES:
-            with LOAD_LOCK:
-                _PIPELINES[key] = LoadedPipeline(_load(source, kind, dtype, device), kind, device)
-        return _PIPELINES[key]
+    return _PIPELINES.get(key, lambda: LoadedPipeline(_load(source, kind, dtype, device), kind, device))
 
 
 def clear_pipeline_cache() -> None:
     """Forget loaded pipelines (frees their memory once no backend holds them)."""
-    with _PIPELINES_LOCK:
-        _PIPELINES.clear()
+    _PIPELINES.clear()
     _free_accelerator_memory()
 
 

@@ -23,6 +23,7 @@ from umni.errors import ConfigError
 from umni.filehash import file_sha256
 
 __all__ = [
+    "DTYPE_ALIASES",
     "LOAD_LOCK",
     "ModelCache",
     "choose_device",
@@ -36,7 +37,7 @@ LOAD_LOCK = threading.RLock()
 
 T = TypeVar("T")
 
-_DTYPE_ALIASES = {
+DTYPE_ALIASES = {
     "bf16": "bfloat16", "bfloat16": "bfloat16",
     "fp16": "float16", "float16": "float16", "half": "float16",
     "fp32": "float32", "float32": "float32", "float": "float32",
@@ -67,9 +68,9 @@ def choose_dtype(requested: str | None, device: str, *, bf16_supported: bool) ->
     Half precision on CPU is slow and poorly supported by many kernels, hence fp32 there.
     """
     if requested and requested != "auto":
-        if requested.lower() not in _DTYPE_ALIASES:
+        if requested.lower() not in DTYPE_ALIASES:
             raise ConfigError(f"dtype={requested} is not one of auto, bf16, fp16, fp32", field="dtype")
-        return _DTYPE_ALIASES[requested.lower()]
+        return DTYPE_ALIASES[requested.lower()]
     kind = device.split(":", 1)[0]
     if kind == "cuda":
         return "bfloat16" if bf16_supported else "float16"
