@@ -50,6 +50,8 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
                    "pending for a later run (e.g. --phase generate, then --phase judge)")
     p.add_argument("--limit", type=int, help="run only the first N cases (N >= 1)")
     p.add_argument("--concurrency", type=int, help="calls in flight per backend, >= 1 (a spec's ?concurrency= wins)")
+    p.add_argument("--ray", metavar="auto|ADDRESS", help="Ray cluster serving specs with placement=ray: 'auto' joins a "
+                   "running one or starts a local one on 127.0.0.1; the cache and run directory stay here")
     p.add_argument("--seed", type=int, help="run seed (default 0)")
     p.add_argument("--option", action="append", default=[], type=_key_value, metavar="KEY=VALUE", help="protocol option (repeatable)")
     p.add_argument("--max-attempts", type=int, help="tries per call for retryable errors, >= 1 (default 5)")
@@ -135,6 +137,7 @@ def run_config_from_args(args: argparse.Namespace) -> Any:
         "phase": getattr(args, "phase", None),
         "limit": args.limit,
         "concurrency": args.concurrency,
+        "ray": getattr(args, "ray", None),
         "seed": args.seed,
         "options": dict(args.option) or None,
         "max_attempts": args.max_attempts,

@@ -45,6 +45,9 @@ class RunConfig(BaseModel):
     phase: list[str] | None = Field(default=None, description="run only nodes of these roles; the rest stay pending")
     limit: int | None = Field(default=None, description="run only the first N cases (N >= 1)")
     concurrency: int | None = Field(default=None, description="calls in flight per backend (>= 1)")
+    ray: str | None = Field(
+        default=None, description="Ray cluster for placement=ray specs: 'auto' (join or start a local one) or an address"
+    )
     seed: int = 0
     options: dict[str, Any] = Field(default_factory=dict)
     max_attempts: int = Field(default=5, description="tries per call for retryable errors (>= 1)")
@@ -138,7 +141,7 @@ class RunConfig(BaseModel):
         return given
 
     @classmethod
-    def replay(cls, persisted: dict[str, Any], **changes: Any) -> "RunConfig":
+    def replay(cls, persisted: dict[str, Any], **changes: Any) -> RunConfig:
         """Rebuild a run's configuration from run.json, with `changes` set on top (they count as set)."""
         return build_config({**persisted, **changes})
 

@@ -235,6 +235,10 @@ async def evaluate_async(
     `lineage` is recorded in run.json and summary.json (a re-judged run names the run it came from).
     """
     protocol, options, case_set, bindings = prepared
+    if request.ray:
+        from .placement import connect
+
+        connect(request.ray)
     shard = parse_shard(request.shard) if request.shard else None
     out = shard.directory(Path(request.out)) if shard else Path(request.out)
     price_file = request.prices or default_price_file()

@@ -25,6 +25,26 @@ DEFAULT_START_TIMEOUT = 300.0
 DEFAULT_MAX_RESTARTS = 3
 
 
+def connect(address: str) -> None:
+    """Join the Ray cluster at `address`; 'auto' joins a running one or starts a local one on 127.0.0.1.
+
+    Only model calls go to the cluster: the cache and the run directory stay with this process.
+    """
+    try:
+        import ray
+    except ImportError:
+        raise ConfigError("--ray needs Ray: pip install 'umni[ray]'", field="ray") from None
+    if ray.is_initialized():
+        return
+    if address != "auto":
+        ray.init(address=address, log_to_driver=False)
+        return
+    try:
+        ray.init(address="auto", log_to_driver=False)
+    except ConnectionError:
+        ray.init(include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False)
+
+
 def is_placed(spec: Spec) -> bool:
     """Whether the spec asks for a placement other than this process."""
     return spec.options.get("placement", "local") not in ("", "local")

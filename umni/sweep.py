@@ -32,8 +32,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .artifacts import fingerprint
 from .caseio import validation_errors
-from .errors import InputError, InputErrors, StorageError, UmniError
 from .config import RunConfig, build_config
+from .errors import InputError, InputErrors, StorageError, UmniError
 from .evaluation import RunResult, default_cache_dir, evaluate_async, prepare
 from .leaderboard import build_tables, write_leaderboard
 from .runner import LanePool
@@ -57,6 +57,8 @@ class SweepFile(BaseModel):
     cases: dict[str, Path] = Field(default_factory=dict)
     limit: int | None = None
     concurrency: int | None = None
+    #: Ray cluster for models whose spec says placement=ray ('auto' or an address), as `umni run --ray`
+    ray: str | None = None
     #: retry settings of every run (as `umni run --max-attempts/--retry-budget/--call-timeout`)
     max_attempts: int | None = None
     retry_budget: float | None = None
@@ -107,6 +109,7 @@ def expand(sweep: SweepFile) -> list[RunConfig]:
             "blobs": sweep.blobs,
             "limit": sweep.limit,
             "concurrency": sweep.concurrency,
+            "ray": sweep.ray,
             "seed": seed,
             "options": dict(sweep.options.get(protocol, {})) or None,
             "max_attempts": sweep.max_attempts,

@@ -26,7 +26,7 @@ def cluster() -> Iterator[None]:
     ray.shutdown()
 
 
-def run(model: str, tmp: Path, name: str) -> bytes:
+def run(model: str, tmp: Path, name: str, *extra: str) -> bytes:
     out = tmp / name
     code = main(
         [
@@ -41,6 +41,7 @@ def run(model: str, tmp: Path, name: str) -> bytes:
             "--cache",
             str(tmp / f"{name}-cache"),
             "--quiet",
+            *extra,
         ]
     )
     assert code == 0
@@ -58,8 +59,18 @@ def test_identity_is_the_same_in_process_or_on_ray() -> None:
 
 def test_umnibench_results_match_in_process(tmp_path: Path) -> None:
     local = run("sim/umm", tmp_path, "local")
-    placed = run("sim/umm?placement=ray&replicas=2&cpus=0.5", tmp_path, "ray")
+    placed = run("sim/umm?placement=ray&replicas=2&cpus=0.5", tmp_path, "ray", "--ray", "auto")
     assert placed == local
+
+
+def test_run_json_records_the_flag_and_the_in_process_identity(tmp_path: Path) -> None:
+    import json
+
+    run("sim/umm?placement=ray&cpus=0.5", tmp_path, "placed", "--ray", "auto")
+    manifest = json.loads((tmp_path / "placed" / "run.json").read_text())
+    assert manifest["config"]["ray"] == "auto"
+    local = create_backend(Spec.parse("sim/umm"))
+    assert set(manifest["identities"]) and all(i == local.identity() for i in manifest["identities"].values())
 
 
 def test_killed_replica_is_restarted_and_its_call_retryable() -> None:
