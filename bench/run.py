@@ -27,7 +27,7 @@ from rich.table import Table
 
 from umni import __version__
 
-from . import batching, hf_batching, inspect_compare, latency, overhead, scale, stores, swap
+from . import batching, hf_batching, inspect_compare, latency, overhead, ray_overhead, scale, stores, swap
 from .machine import machine
 
 
@@ -73,6 +73,7 @@ def _benchmarks(s: Sizes) -> dict[str, Callable[[], dict[str, Any]]]:
         ),
         "batching": lambda: batching.run(n=s.batch_n, batch_size=s.batch_size, steps=s.batch_steps, side=32),
         "hf_batching": lambda: hf_batching.run(n=s.batch_n, batch_size=min(8, s.batch_n)),
+        "ray_overhead": lambda: ray_overhead.run(calls=max(40, s.overhead_cases * 2)),
         "stores": lambda: stores.run(
             cases=s.overhead_cases // 5, answers_per_case=s.overhead_answers, writes=max(20, s.overhead_cases // 5)
         ),
@@ -161,6 +162,11 @@ def _rows(result: dict[str, Any]) -> list[tuple[str, str, str, str]]:
             rows.append(("PostgreSQL / SQLite per node, computed / cached",
                          f"{result['postgres_over_sqlite_computed']:.2f}× / {result['postgres_over_sqlite_cached']:.2f}×", "", ""))
         return rows
+    if name == "ray_overhead":
+        return [
+            ("per call in process / through Ray", f"{result['in_process_us_per_call']:.0f} µs / {result['ray_us_per_call']:.0f} µs", "", ""),
+            ("Ray over in process", f"{result['ray_over_in_process']:.1f}×", "", ""),
+        ]
     return [("result", json.dumps(result)[:80], "", "")]
 
 
