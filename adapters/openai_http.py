@@ -158,10 +158,14 @@ class OpenAIParams(BackendParams):
     @field_validator("base_url")
     @classmethod
     def _http_url(cls, value: str) -> str:
-        parts = urlsplit(value)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"base_url must be an http(s) URL such as {DEFAULT_BASE_URL}")
-        return value.rstrip("/")
+        urls = [url.strip().rstrip("/") for url in value.split(",")]
+        for url in urls:
+            parts = urlsplit(url)
+            if parts.scheme not in ("http", "https") or not parts.hostname:
+                raise ValueError(
+                    f"base_url must be an http(s) URL such as {DEFAULT_BASE_URL}, or several separated by commas"
+                )
+        return ",".join(urls)
 
     @field_validator("extra_body")
     @classmethod
@@ -189,9 +193,13 @@ class OpenAIBackend(Backend):
         super().__init__(spec)
         params: OpenAIParams = self.params
         self.model = spec.name
-        self.base_url = params.base_url
+        #: Several servers of the same model (same weights, revision and serving configuration): calls
+        #: go to the one with the fewest in flight, and a server that refuses connections is skipped.
+        self.base_urls = params.base_url.split(",")
+        self.base_url = self.base_urls[0]
         self.host = urlsplit(self.base_url).hostname or ""
-        register_secret(urlsplit(self.base_url).password)  # kept for the request, masked in everything written
+        for url in self.base_urls:
+            register_secret(urlsplit(url).password)  # kept for the request, masked in everything written
         self.api_key_env = params.api_key_env
         if "api_key_env" in spec.options and not os.environ.get(self.api_key_env):
             raise ConfigError(
@@ -221,6 +229,8 @@ class OpenAIBackend(Backend):
         register_secret(os.environ.get(self.api_key_env))
         self._roles = _parse_roles(spec, params.roles)
         self._client: httpx.AsyncClient | None = None
+        self._clients: list[httpx.AsyncClient] = []
+        self._inflight: list[int] = []
         self._api_key: str | None = None
         #: Everything this backend consumed since it started (each reply also carries its own share).
         self.total_usage = Usage(calls=0)
@@ -234,15 +244,17 @@ class OpenAIBackend(Backend):
         params = {k: v for k, v in self.spec.params if k not in self.operational_params}
         if self.extra_body:  # by content: two spellings of the same JSON are the same request
             params["extra_body"] = json.dumps(self.extra_body, sort_keys=True, separators=(",", ":"))
+        if len(self.base_urls) > 1:  # replicas of one served model: the answers are the model's, not a server's
+            return {"provider": self.provider, "name": self.model, "params": params}
         return {"provider": self.provider, "name": self.model, "endpoint": _endpoint(self.base_url), "params": params}
 
     def __repr__(self) -> str:
         return f"OpenAIBackend(model={self.model!r}, host={self.host!r}, roles={sorted(self._roles)})"
 
-    async def _send(self, request: httpx.Request, who: str) -> httpx.Response:
+    async def _send(self, request: httpx.Request, who: str, client: httpx.AsyncClient | None = None) -> httpx.Response:
         """Send within the attempt's deadline (`timeout`, for the whole exchange) and the size cap."""
         return await send_bounded(
-            self._require_client(), request, max_bytes=self.max_response_bytes, deadline_s=self.timeout_s, who=who
+            client or self._require_client(), request, max_bytes=self.max_response_bytes, deadline_s=self.timeout_s, who=who
         )
 
     async def start(self) -> None:
@@ -253,16 +265,23 @@ class OpenAIBackend(Backend):
         register_secret(self._api_key)
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
-        self._client = httpx.AsyncClient(
-            base_url=self.base_url,
-            headers=headers,
-            timeout=httpx.Timeout(self.timeout_s, connect=self.connect_timeout_s),
-            limits=httpx.Limits(max_connections=max(self.concurrency, 1) * 2),
-        )
+        self._clients = [
+            httpx.AsyncClient(
+                base_url=url,
+                headers=headers,
+                timeout=httpx.Timeout(self.timeout_s, connect=self.connect_timeout_s),
+                limits=httpx.Limits(max_connections=max(self.concurrency, 1) * 2),
+            )
+            for url in self.base_urls
+        ]
+        self._inflight = [0] * len(self._clients)
+        self._client = self._clients[0]
 
     async def aclose(self) -> None:
         if self._client is not None:
-            await self._client.aclose()
+            for client in self._clients:
+                await client.aclose()
+            self._clients = []
             self._client = None
 
     # -- understand / judge ------------------------------------------------------------------------
@@ -416,11 +435,10 @@ class OpenAIBackend(Backend):
         files: list[tuple[str, tuple[str, bytes, str]]] | None = None,
     ) -> tuple[Any, float]:
         """POST and return the parsed JSON body; every failure becomes one typed BackendError."""
-        client = self._require_client()
+        self._require_client()
         started = time.perf_counter()
         try:
-            request = client.build_request("POST", path, json=json_body, data=data, files=files)
-            response = await self._send(request, f"{self._who()} {path}")
+            response = await self._post_any(path, json_body=json_body, data=data, files=files)
         except httpx.TimeoutException as exc:
             raise BackendError(
                 f"{self._who()} {path}: no response within the timeout "
@@ -450,6 +468,30 @@ class OpenAIBackend(Backend):
             return strict_json(response.content), elapsed
         except (ValueError, UnicodeDecodeError):  # JSONDecodeError, NaN/Infinity, out-of-range numbers
             raise self._malformed(f"{path} returned a body that is not JSON ({len(response.content)} bytes)") from None
+
+    async def _post_any(
+        self,
+        path: str,
+        *,
+        json_body: dict[str, Any] | None,
+        data: dict[str, str] | None,
+        files: list[tuple[str, tuple[str, bytes, str]]] | None,
+    ) -> httpx.Response:
+        """POST to the server with the fewest calls in flight; one that refuses the connection is
+        passed over for the next (the last one's error is raised when none answers)."""
+        order = sorted(range(len(self._clients)), key=self._inflight.__getitem__)
+        for position, index in enumerate(order):
+            client = self._clients[index]
+            self._inflight[index] += 1
+            try:
+                request = client.build_request("POST", path, json=json_body, data=data, files=files)
+                return await self._send(request, f"{self._who()} {path}", client)
+            except httpx.ConnectError:
+                if position == len(order) - 1:
+                    raise
+            finally:
+                self._inflight[index] -= 1
+        raise AssertionError("unreachable: a backend has at least one base_url")
 
     def _require_client(self) -> httpx.AsyncClient:
         if self._client is None:
