@@ -26,7 +26,7 @@ def test_smoke_suite_runs_and_reports(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     results = {r["name"]: r for r in json.loads(out.read_text())}
-    assert set(results) == {"engine_overhead", "latency_hiding", "module_swap", "scale", "local_batching", "inspect_compare", "stores", "hf_batching"}
+    assert set(results) == {"engine_overhead", "latency_hiding", "module_swap", "scale", "local_batching", "inspect_compare", "stores", "hf_batching", "ray_overhead"}
     for result in results.values():
         assert "error" not in result
         assert result["mode"] == "smoke"
