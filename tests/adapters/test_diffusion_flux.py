@@ -20,7 +20,6 @@ import numpy as np
 import pytest
 import torch
 from PIL import Image
-from umni_adapters.diffusion import DiffusersBackend
 
 from tests.adapters.tiny_diffusers import (
     backend,
@@ -35,6 +34,7 @@ from tests.adapters.tiny_diffusers import (
 )
 from umni.errors import ConfigError
 from umni.roles import EDIT, GENERATE, Editor, Generator
+from umni_adapters.diffusion import DiffusersBackend
 
 pytest.importorskip("diffusers")
 

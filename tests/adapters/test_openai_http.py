@@ -7,19 +7,19 @@ import io
 import json
 import time
 from collections.abc import Awaitable, Callable
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 from typing import Any
 
 import anyio
 import pytest
 from PIL import Image, ImageChops, ImageOps
-from umni_adapters.openai_http import OpenAIBackend, parse_option_letter
 
 from tests.support.openai_server import ChatRequest, Fault, OpenAIStubServer, draw_from_prompt
 from umni.errors import BackendError, ConfigError
 from umni.roles import EDIT, GENERATE, JUDGE, UNDERSTAND
 from umni.spec import Spec
+from umni_adapters.openai_http import OpenAIBackend, parse_option_letter
 
 SECRET = "sk-test-0123456789abcdefSECRET"
 
@@ -213,7 +213,7 @@ def test_429_with_retry_after_seconds_is_retryable_and_not_retried_by_the_backen
 
 
 def test_429_with_an_http_date_and_without_retry_after() -> None:
-    when = format_datetime(datetime.now(timezone.utc) + timedelta(seconds=30), usegmt=True)
+    when = format_datetime(datetime.now(UTC) + timedelta(seconds=30), usegmt=True)
     with OpenAIStubServer(faults=[Fault.rate_limit(retry_after=when), Fault.rate_limit()]) as server:
         dated = failure(f"openai/m?base_url={server.base_url}", chat("Q", ["x", "y"]))
         bare = failure(f"openai/m?base_url={server.base_url}", chat("Q", ["x", "y"]))
