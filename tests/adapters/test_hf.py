@@ -6,9 +6,7 @@ import os
 
 os.environ["HF_HUB_OFFLINE"] = "1"  # before huggingface_hub is imported: nothing may be downloaded
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import anyio
@@ -16,25 +14,13 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from tests.adapters import tiny_hf as tiny
 from umni.errors import ConfigError, ParseFailure
 from umni.roles import DETECT, EMBED, GENERATE, JUDGE, UNDERSTAND, ChoiceReply
 from umni.spec import Spec
 from umni_adapters import hf_loading
 from umni_adapters.hf import HFBackend
 from umni_adapters.hf_parsing import parse_choice, parse_grounding
-
-
-def _load_tiny_builders():
-    # tests are imported with --import-mode=importlib, so the sibling module is loaded by path.
-    path = Path(__file__).with_name("tiny_hf.py")
-    spec = importlib.util.spec_from_file_location("umni_tests_tiny_hf", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-tiny = _load_tiny_builders()
 
 
 def backend(folder: Path, **params: str) -> HFBackend:

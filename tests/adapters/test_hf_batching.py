@@ -3,8 +3,6 @@ on its batch-mates (same bytes alone or in a batch of four)."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import anyio
@@ -13,22 +11,11 @@ import pytest
 import torch
 from PIL import Image
 
+from tests.adapters import tiny_hf as tiny
 from umni.errors import ConfigError
 from umni.spec import Spec
 from umni_adapters import hf_vlm
 from umni_adapters.hf import HFBackend
-
-
-def _load_tiny_builders():
-    path = Path(__file__).with_name("tiny_hf.py")
-    spec = importlib.util.spec_from_file_location("umni_tests_tiny_hf", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-tiny = _load_tiny_builders()
 
 #: Prompts of different token lengths, so a batch needs padding (text) or several length groups (images).
 PROMPTS = ["a red cube", "a blue ball on the left of a red cube", "count how many objects are in the image", "yes"]

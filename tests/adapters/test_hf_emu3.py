@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import anyio
@@ -18,16 +16,7 @@ from umni_adapters.hf import HFBackend
 pytest.importorskip("diffusers")
 
 
-def _load_tiny_builders():
-    path = Path(__file__).with_name("tiny_hf.py")
-    spec = importlib.util.spec_from_file_location("umni_tests_tiny_hf", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-tiny = _load_tiny_builders()
+from tests.adapters import tiny_hf as tiny
 
 
 @pytest.fixture(scope="module")
