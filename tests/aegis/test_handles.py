@@ -8,8 +8,8 @@ from typing import Any
 import anyio
 import pytest
 
+from tests.support.handles import renamed
 from umni.bindings import Bindings
-from umni.graph import Ref
 from umni.outcomes import CaseResult
 from umni.policy import RetryPolicy
 from umni.runner import Runner
@@ -18,17 +18,6 @@ from umni_graphs.aegis.protocol import PROTOCOL, AegisHandles
 
 CASES = PROTOCOL.load(PROTOCOL.bundled_cases(), PROTOCOL.parse_options({})).cases
 VARIANTS = [{}, {"reasoning": "plugin"}, {"rewrite": "self"}, {"condition_on_previous": "true", "max_images": "3"}]
-
-
-def renamed(value: Any, names: dict[str, str]) -> Any:
-    """`value` (handles: dataclasses, tuples of Refs) with every Ref's node renamed."""
-    if isinstance(value, Ref):
-        return dataclasses.replace(value, node=names[value.node])
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return dataclasses.replace(value, **{f.name: renamed(getattr(value, f.name), names) for f in dataclasses.fields(value)})
-    if isinstance(value, (tuple, list)):
-        return type(value)(renamed(v, names) for v in value)
-    return value
 
 
 def _first(task: str) -> Any:

@@ -8,6 +8,7 @@ from typing import Any
 import anyio
 import pytest
 
+from tests.support.handles import renamed
 from umni.bindings import Bindings
 from umni.graph import Ref
 from umni.outcomes import CaseResult
@@ -18,19 +19,6 @@ from umni_graphs.genius.graph import GeniusHandles
 
 #: Every kind of node a GENIUS graph can have: plan, reflection rounds with critiques, copy checks, probe.
 RICH = {"plan": "true", "vqa_probe": "true", "reflection_rounds": "2", "hints": "multimodal", "judge_rounds": "2"}
-
-
-def renamed(value: Any, names: dict[str, str]) -> Any:
-    """`value` (handles: dataclasses, tuples, dicts of Refs) with every Ref's node renamed."""
-    if isinstance(value, Ref):
-        return dataclasses.replace(value, node=names[value.node])
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return dataclasses.replace(value, **{f.name: renamed(getattr(value, f.name), names) for f in dataclasses.fields(value)})
-    if isinstance(value, dict):
-        return {k: renamed(v, names) for k, v in value.items()}
-    if isinstance(value, (tuple, list)):
-        return type(value)(renamed(v, names) for v in value)
-    return value
 
 
 def refs(value: Any) -> list[Ref]:

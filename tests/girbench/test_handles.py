@@ -11,9 +11,10 @@ import anyio
 import numpy as np
 from PIL import Image
 
+from tests.support.handles import renamed
 from umni.backends import Backend
 from umni.bindings import Bindings
-from umni.graph import Graph, Ref
+from umni.graph import Graph
 from umni.outcomes import CaseResult
 from umni.roles import DETECT, EMBED, Detection
 from umni.runner import CaseJob, Runner
@@ -42,19 +43,6 @@ class MeanColour(Backend):
 
     async def embed(self, images: Sequence[Image.Image]) -> np.ndarray:
         return np.array([[*np.asarray(im.convert("RGB"), dtype=np.float64).mean(axis=(0, 1)) / 255.0, 1.0] for im in images])
-
-
-def renamed(value: Any, names: dict[str, str]) -> Any:
-    """`value` (handles: dataclasses, dicts, tuples of Refs) with every Ref's node renamed."""
-    if isinstance(value, Ref):
-        return dataclasses.replace(value, node=names[value.node])
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return dataclasses.replace(value, **{f.name: renamed(getattr(value, f.name), names) for f in dataclasses.fields(value)})
-    if isinstance(value, dict):
-        return {k: renamed(v, names) for k, v in value.items()}
-    if isinstance(value, (tuple, list)):
-        return type(value)(renamed(v, names) for v in value)
-    return value
 
 
 def run_bundled(tmp_path: Path, options: GirOptions) -> tuple[dict[str, Any], dict[str, CaseResult[GirHandles]]]:

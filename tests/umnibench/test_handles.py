@@ -3,29 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 import anyio
 
+from tests.support.handles import renamed
 from umni.bindings import Bindings
-from umni.graph import Ref
 from umni.outcomes import CaseResult
 from umni.runner import Runner
 from umni.store import Cache
 from umni_graphs.umnibench.protocol import PROTOCOL, UmniHandles
-
-
-def renamed(value: Any, names: dict[str, str]) -> Any:
-    """`value` (handles: dataclasses, dicts, tuples of Refs) with every Ref's node renamed."""
-    if isinstance(value, Ref):
-        return dataclasses.replace(value, node=names[value.node])
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return dataclasses.replace(value, **{f.name: renamed(getattr(value, f.name), names) for f in dataclasses.fields(value)})
-    if isinstance(value, dict):
-        return {k: renamed(v, names) for k, v in value.items()}
-    if isinstance(value, (tuple, list)):
-        return type(value)(renamed(v, names) for v in value)
-    return value
 
 
 def test_build_returns_handles_to_every_scored_node():
