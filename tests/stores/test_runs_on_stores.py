@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from runs import NODES_PER_CASE, case_ids, command, finish, kill_after, run, start, summary
+from store_runs import NODES_PER_CASE, case_ids, command, finish, kill_after, run, start, summary
 
 from umni.sharding import parse_shard
 from umni.store import Cache, RunStore
