@@ -5,13 +5,38 @@ from __future__ import annotations
 import fcntl
 import json
 import subprocess
+import threading
 
 from reliability_support import read_results, umni_run_command
 
 from umni.cli import main
 from umni.store import Cache
+from umni.stores.sqlite import connect
 
 LIMIT = 4
+
+
+def test_many_openers_of_a_fresh_cache_file_all_get_it(tmp_path):
+    # Several processes opening a new cache at once: SQLite refuses some of them "database is
+    # locked" at once while switching the file to WAL (seen in CI as a run that died at start).
+    refused = []
+    for attempt in range(150):
+        path = tmp_path / f"fresh-{attempt}" / "cache.db"
+        start = threading.Barrier(4)
+
+        def open_it(path=path, start=start):
+            start.wait()
+            try:
+                connect(path).close()
+            except Exception as exc:  # noqa: BLE001 - any refusal is the failure under test
+                refused.append(f"{path.parent.name}: {exc}")
+
+        openers = [threading.Thread(target=open_it) for _ in range(4)]
+        for opener in openers:
+            opener.start()
+        for opener in openers:
+            opener.join()
+    assert refused == []
 
 
 def test_two_runs_sharing_a_cache_both_finish_uncorrupted(tmp_path):

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tenacity import retry, retry_if_exception, stop_after_delay, wait_random_exponential
+
 from ..errors import StorageError
 from ..storage import storage_guard, touch_with_umask
 from .base import StoredRow, chunks, decode_row, encode_output, row_checksum
@@ -58,9 +60,22 @@ def connect(path: Path) -> sqlite3.Connection:
         touch_with_umask(path)
         conn = sqlite3.connect(path, timeout=60.0, isolation_level=None, check_same_thread=False)
         conn.execute("PRAGMA busy_timeout=60000")
-        conn.execute("PRAGMA journal_mode=WAL")
+        _switch_to_wal(conn)
         conn.execute("PRAGMA synchronous=NORMAL")
         return conn
+
+
+@retry(
+    retry=retry_if_exception(lambda exc: isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc)),
+    wait=wait_random_exponential(multiplier=0.005, max=0.5),
+    stop=stop_after_delay(60),
+    reraise=True,
+)
+def _switch_to_wal(conn: sqlite3.Connection) -> None:
+    """Put a (possibly fresh) database in WAL mode. When several processes open a new file at the
+    same moment, SQLite answers some of them "database is locked" at once rather than through the
+    busy handler (waiting could deadlock the lock upgrade), so the switch is simply tried again."""
+    conn.execute("PRAGMA journal_mode=WAL")
 
 
 def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
