@@ -5,7 +5,7 @@ Every test talks to a real loopback server (tests.support.openai_server)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -13,7 +13,7 @@ import anyio
 import pytest
 from PIL import Image
 
-from tests.support.openai_server import Fault, OpenAIStubServer, draw_from_prompt
+from tests.support.openai_server import Fault, OpenAIStubServer, draw_from_prompt, with_openai_backend
 from umni.backends import Backend
 from umni.cli import main
 from umni.errors import BackendError, ConfigError, Refusal
@@ -22,17 +22,7 @@ from umni.roles import JUDGE, Part, RequestOptions, TextReply, Usage, respond_wi
 from umni.spec import Spec
 from umni_adapters.openai_http import OpenAIBackend, is_reasoning_model
 
-
-def run(spec: str, action: Callable[[OpenAIBackend], Awaitable[Any]]) -> Any:
-    async def main() -> Any:
-        backend = OpenAIBackend(Spec.parse(spec))
-        await backend.start()
-        try:
-            return await action(backend)
-        finally:
-            await backend.aclose()
-
-    return anyio.run(main)
+run = with_openai_backend
 
 
 # -- reasoning models: which field carries the limit ---------------------------------------------------

@@ -15,7 +15,7 @@ import anyio
 import pytest
 from PIL import Image, ImageChops, ImageOps
 
-from tests.support.openai_server import ChatRequest, Fault, OpenAIStubServer, draw_from_prompt
+from tests.support.openai_server import ChatRequest, Fault, OpenAIStubServer, draw_from_prompt, with_openai_backend
 from umni.errors import BackendError, ConfigError
 from umni.roles import EDIT, GENERATE, JUDGE, UNDERSTAND
 from umni.spec import Spec
@@ -24,18 +24,7 @@ from umni_adapters.openai_http import OpenAIBackend, parse_option_letter
 SECRET = "sk-test-0123456789abcdefSECRET"
 
 
-def run(spec: str, action: Callable[[OpenAIBackend], Awaitable[Any]]) -> Any:
-    """Start a backend for ``spec``, run one async action with it, close it."""
-
-    async def main() -> Any:
-        backend = OpenAIBackend(Spec.parse(spec))
-        await backend.start()
-        try:
-            return await action(backend)
-        finally:
-            await backend.aclose()
-
-    return anyio.run(main)
+run = with_openai_backend
 
 
 def failure(spec: str, action: Callable[[OpenAIBackend], Awaitable[Any]]) -> BackendError:

@@ -12,26 +12,16 @@ import resource
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import anyio
 import pytest
 from hostile_server import GIB, HostileServer, bomb_png, chat_with_usage, huge_chunked, image_reply, trickle
 
+from tests.support.openai_server import with_openai_backend
 from umni.errors import BackendError, ConfigError
 from umni.evaluation import RunRequest, evaluate
 from umni.spec import Spec
 from umni_adapters.openai_http import OpenAIBackend
 
-
-def call(spec: str, action: Callable[[OpenAIBackend], Awaitable[Any]]) -> Any:
-    async def go() -> Any:
-        backend = OpenAIBackend(Spec.parse(spec))
-        await backend.start()
-        try:
-            return await action(backend)
-        finally:
-            await backend.aclose()
-
-    return anyio.run(go)
+call = with_openai_backend
 
 
 def failure(spec: str, action: Callable[[OpenAIBackend], Awaitable[Any]]) -> BackendError:

@@ -36,7 +36,7 @@ import socket
 import struct
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from email.parser import BytesParser
 from email.policy import HTTP
@@ -532,3 +532,21 @@ def wait_until(predicate: Callable[[], bool], timeout: float = 5.0) -> bool:
             return True
         time.sleep(0.01)
     return predicate()
+
+
+def with_openai_backend(spec: str, action: Callable[[Any], Awaitable[Any]]) -> Any:
+    """Start the OpenAI-compatible backend of ``spec``, run one async action with it, close it."""
+    import anyio
+
+    from umni.spec import Spec
+    from umni_adapters.openai_http import OpenAIBackend
+
+    async def main() -> Any:
+        backend = OpenAIBackend(Spec.parse(spec))
+        await backend.start()
+        try:
+            return await action(backend)
+        finally:
+            await backend.aclose()
+
+    return anyio.run(main)
