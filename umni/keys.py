@@ -13,9 +13,10 @@ node runs, not what it computes), and a judge's wording (downstream keys see its
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
-from .artifacts import fingerprint
+from .artifacts import canonical_json
 from .backends import Backend
 from .graph import Node
 
@@ -23,14 +24,21 @@ from .graph import Node
 KEY_SCHEMA = 2
 
 
-def node_key(node: Node, backend: Backend | None, inputs: dict[str, Any], seed: int) -> str:
+def identity_json(backend: Backend | None) -> str:
+    """The backend's identity as it enters a key; a runner makes it once per backend, not per node."""
+    return canonical_json(backend.identity() if backend is not None else None)
+
+
+def node_key(node: Node, backend: Backend | None, inputs: dict[str, Any], seed: int, *, identity: str | None = None) -> str:
+    """The sha256 of the canonical JSON of the fields above. `identity` is `identity_json(backend)`
+    when the caller already has it. "backend" sorts first among the fields, so its text is put in
+    front of the rest's instead of being encoded again: the bytes hashed are the same either way."""
     params = {k: v for k, v in node.params.items() if not k.startswith("_")}
-    return fingerprint(
+    rest = canonical_json(
         {
             "schema": KEY_SCHEMA,
             "kind": node.kind,
             "version": node.version,
-            "backend": backend.identity() if backend is not None else None,
             "params": params,
             "code": node.code_identity(),
             "inputs": inputs,
@@ -38,3 +46,5 @@ def node_key(node: Node, backend: Backend | None, inputs: dict[str, Any], seed: 
             "repeat": node.repeat,
         }
     )
+    text = '{"backend":' + (identity_json(backend) if identity is None else identity) + "," + rest[1:]
+    return hashlib.sha256(text.encode()).hexdigest()

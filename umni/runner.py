@@ -29,7 +29,7 @@ from .bindings import Bindings
 from .errors import BackendError, ConfigError, InputError, OutputFailure, StorageError, UmniError
 from .events import EventLog
 from .graph import Graph, Node
-from .keys import node_key
+from .keys import identity_json, node_key
 from .kinds import Kind, KindContext, RunStats, Services, get_kind
 from .kinds.base import MIN_IMAGE_SIDE, check_usage
 from .kinds.compute import json_output
@@ -38,6 +38,7 @@ from .outcomes import CaseResult, Failure, Outcome, Status
 from .policy import CachePolicy, RetryPolicy
 from .progress import Progress
 from .store import Cache
+from .tasks import NodeTasks
 
 __all__ = [
     "MIN_IMAGE_SIDE", "CaseJob", "CaseResult", "LanePool", "RetryPolicy", "CachePolicy", "RunStats", "Runner",
@@ -119,20 +120,20 @@ class _Lane:
         self.running = 0
         self.waiting: list[tuple[tuple[int, int], int, LaneTask]] = []
 
-    def submit(self, tg: anyio.abc.TaskGroup, priority: tuple[int, int], seq: int, task: LaneTask) -> None:
+    def submit(self, tasks: NodeTasks, priority: tuple[int, int], seq: int, task: LaneTask) -> None:
         """Start `task` now if a slot is free, else queue it by priority (earliest case first)."""
         if self.running < self.limit:
             self.running += 1
-            tg.start_soon(self.drain, tg, task)
+            tasks.start(self.drain, tasks, task)
         else:
             heapq.heappush(self.waiting, (priority, seq, task))
 
-    async def drain(self, tg: anyio.abc.TaskGroup, task: LaneTask) -> None:
+    async def drain(self, tasks: NodeTasks, task: LaneTask) -> None:
         """Run `task`, then the waiting ones in priority order, while this slot is held."""
         while True:
             then = await task()
             if then is not None:
-                tg.start_soon(then)
+                tasks.start(then)
             if not self.waiting:
                 self.running -= 1
                 return
@@ -213,6 +214,8 @@ class Runner:
         self._inflight = pool.inflight
         self._queue: deque[tuple[_CaseRun, str]] = deque()
         self._draining = False
+        #: each backend's identity as keys hold it, made at its first key (once started, it is settled)
+        self._identities: dict[int, str] = {}
 
     # ------------------------------------------------------------------ public
     async def run(self, jobs: Iterable[CaseJob], on_case_done: CaseDone | None = None) -> RunStats:
@@ -224,13 +227,16 @@ class Runner:
         self._pending: Iterator[CaseJob] = iter(jobs)
         self._exhausted = False
         self._all_done = anyio.Event()
+        self._tasks = NodeTasks()
+
+        async def until_every_case_closes() -> None:
+            self._admit()
+            # Some nodes may be waiting on work another runner (a sweep's other run) is doing,
+            # with no task of ours running: the cases closing is what ends the run.
+            await self._all_done.wait()
+
         try:
-            async with anyio.create_task_group() as tg:
-                self._tg = tg
-                self._admit()
-                # Stay open until every case is closed: some nodes may be waiting on work that
-                # another runner (a sweep's other run) is doing, with no task of ours running.
-                await self._all_done.wait()
+            await self._tasks.run(until_every_case_closes)
         except BaseExceptionGroup as group:
             raise _one_error(group) from None
         return self.stats
@@ -309,12 +315,12 @@ class Runner:
             return gated
         kind = get_kind(node.kind)
         backend = self.bindings[node.role] if node.role else None
-        key = _key(node, backend, lambda: self.inputs.fingerprints(run.outcomes, node), self.seed)
+        key = _key(node, backend, self._identities, lambda: self.inputs.fingerprints(run.outcomes, node), self.seed)
         if isinstance(key, Outcome):
             return key
         policy = kind.cache_policy(node)
         if policy.read and not getattr(self.cache, "inline_reads", True):  # a network store: look up in a task
-            self._tg.start_soon(self._look_up, run, node, key, kind, backend, policy)
+            self._tasks.start(self._look_up, run, node, key, kind, backend, policy)
             return None
         hit = self.cache.get(key) if policy.read else None
         return self._settle(run, node, key, kind, backend, policy, hit)
@@ -341,7 +347,7 @@ class Runner:
         self._inflight[key] = []
         lane = self._compute_lane if backend is None else self._lanes[id(backend)]
         task = functools.partial(self._execute, run, node, key, kind, backend, policy)
-        lane.submit(self._tg, (run.job.position, run.order[node.id]), next(self._seq), task)
+        lane.submit(self._tasks, (run.job.position, run.order[node.id]), next(self._seq), task)
         return None
 
     def _finish(self, run: _CaseRun, outcome: Outcome) -> None:
@@ -416,11 +422,16 @@ class Runner:
             other_runner._finish(other_run, replace(outcome, node=other_id, status=status))
 
 
-def _key(node: Node, backend: Backend | None, inputs: Callable[[], dict[str, Any]], seed: int) -> str | Outcome:
+def _key(
+    node: Node, backend: Backend | None, identities: dict[int, str], inputs: Callable[[], dict[str, Any]], seed: int
+) -> str | Outcome:
     """The node's cache key, or its failure when the key cannot be made (a missing or broken case
     image, a callable that cannot be fingerprinted, a parameter that is not JSON)."""
     try:
-        return node_key(node, backend, inputs(), seed)
+        identity = identities.get(id(backend))
+        if identity is None:
+            identity = identities[id(backend)] = identity_json(backend)
+        return node_key(node, backend, inputs(), seed, identity=identity)
     except FileNotFoundError as exc:
         return _failed(node.id, "input", str(exc))
     except InputError as exc:  # a case image that cannot be decoded: this node's input failure

@@ -10,11 +10,15 @@ import json
 from pathlib import Path
 
 import anyio
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from umni.artifacts import fingerprint
 from umni.backends import create_backend
 from umni.bindings import Bindings
 from umni.events import EventLog
 from umni.graph import Graph
+from umni.keys import KEY_SCHEMA, identity_json, node_key
 from umni.runner import Runner
 from umni.spec import Spec
 from umni.store import Cache
@@ -55,3 +59,38 @@ def test_cache_keys_of_a_fixed_graph_are_unchanged(tmp_path: Path) -> None:
     lines = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
     keys = {line["node"]: line["key"] for line in lines if line["event"] == "node.done"}
     assert keys == PINNED
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**40), 2**40) | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(params=st.dictionaries(st.text(max_size=6).filter(lambda k: k not in ("id", "prompt", "role")), json_values, max_size=4), seed=st.integers(0, 2**31), prompt=st.text(max_size=20))
+def test_a_key_is_the_hash_of_its_fields_canonical_json(params: dict, seed: int, prompt: str) -> None:
+    """The key of any node equals the plain definition: sha256 over the canonical JSON of all its
+    fields, the backend's identity among them (however the key builder arranges the work)."""
+    backend = create_backend(Spec.parse("sim/umm?skill=0.7"))
+    g = Graph("c")
+    g.respond("r", [prompt], **params)
+    node = g.nodes["r"]
+    inputs = {"prompt": [{"text": prompt}], "images": [], "inputs": {}}
+    plain = fingerprint(
+        {
+            "schema": KEY_SCHEMA,
+            "kind": node.kind,
+            "version": node.version,
+            "backend": backend.identity(),
+            "params": {k: v for k, v in node.params.items() if not k.startswith("_")},
+            "code": node.code_identity(),
+            "inputs": inputs,
+            "seed": seed,
+            "repeat": node.repeat,
+        }
+    )
+    assert node_key(node, backend, inputs, seed) == plain
+    assert node_key(node, backend, inputs, seed, identity=identity_json(backend)) == plain
+    assert node_key(node, None, inputs, seed) != plain

@@ -15,15 +15,16 @@ Semantics every implementation keeps:
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from ..secrets import scrub
 
-__all__ = ["ResultStore", "StoredRow", "row_checksum", "encode_output", "decode_row"]
+__all__ = ["ResultStore", "StoredRow", "Write", "Batches", "row_checksum", "encode_output", "decode_row", "encode_write"]
 
 
 def row_checksum(*fields: Any) -> str:
@@ -35,9 +36,45 @@ def row_checksum(*fields: Any) -> str:
     return digest.hexdigest()
 
 
+#: Built once: `json.dumps` with options builds an encoder per call, and every result is encoded.
+_OUTPUT = json.JSONEncoder(ensure_ascii=False)
+_PROVENANCE = json.JSONEncoder(sort_keys=True)
+
+
 def encode_output(output: Mapping[str, Any]) -> str:
     """The stored text of an output; no credential ever reaches a store."""
-    return scrub(json.dumps(output, ensure_ascii=False))
+    return scrub(_OUTPUT.encode(output))
+
+
+@dataclass(frozen=True)
+class Write:
+    """One result on its way to a store, already encoded (on the caller's thread)."""
+
+    key: str
+    kind: str
+    text: str
+    provenance: str | None
+    replace: bool = False
+
+
+#: The provenance mapping last encoded and its text: a cache passes the same (never mutated)
+#: mapping with every write of a backend, so it is encoded once, not once per result.
+_last_provenance: tuple[Mapping[str, Any], str] | None = None
+
+
+def encode_write(
+    key: str, kind: str, output: Mapping[str, Any], provenance: Mapping[str, Any] | None, replace: bool = False
+) -> Write:
+    global _last_provenance
+    text = None
+    if provenance:
+        last = _last_provenance
+        if last is not None and last[0] is provenance:
+            text = last[1]
+        else:
+            text = _PROVENANCE.encode(dict(provenance))
+            _last_provenance = (provenance, text)
+    return Write(key, kind, encode_output(output), text, replace)
 
 
 def decode_row(key: str, kind: str, text: str, checksum: str | None) -> dict[str, Any] | None:
@@ -113,3 +150,57 @@ class ResultStore(Protocol):
 def chunks(items: Sequence[str], size: int = 500) -> Iterable[Sequence[str]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
+
+
+ItemT = TypeVar("ItemT")
+ResultT = TypeVar("ResultT")
+
+
+class Batches(Generic[ItemT, ResultT]):
+    """Requests made while a batch is out go together in the next one.
+
+    One task per event loop hands `handle` up to `max_batch` queued items at a time, until none is
+    left; each caller awaits its own result. A store's writes (one commit per burst of finished
+    nodes) and PostgreSQL's reads (one round trip per wave of lookups) both work this way. A failure
+    of a batch reaches every caller in it, so no caller is left waiting. Per loop, because a store
+    may be used from several event loops one after another (the synchronous API runs its own).
+    """
+
+    def __init__(self, handle: Callable[[list[ItemT]], Awaitable[list[ResultT]]], max_batch: int) -> None:
+        self._handle = handle
+        self._max_batch = max_batch
+        self._queued: dict[asyncio.AbstractEventLoop, list[tuple[ItemT, asyncio.Future[ResultT]]]] = {}
+        self._tasks: dict[asyncio.AbstractEventLoop, asyncio.Task[None]] = {}
+
+    async def submit(self, item: ItemT) -> ResultT:
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[ResultT] = loop.create_future()
+        self._queued.setdefault(loop, []).append((item, done))
+        task = self._tasks.get(loop)
+        if task is None or task.done():
+            self._tasks[loop] = loop.create_task(self._run(loop))
+        return await done
+
+    async def _run(self, loop: asyncio.AbstractEventLoop) -> None:
+        queued = self._queued.setdefault(loop, [])
+        while queued:
+            batch = queued[: self._max_batch]
+            del queued[: self._max_batch]
+            try:
+                results = await self._handle([item for item, _ in batch])
+            except BaseException as exc:
+                for _, done in batch:
+                    if not done.done():
+                        done.set_exception(exc)
+                if not isinstance(exc, Exception):
+                    raise
+                continue
+            for (_, done), result in zip(batch, results):
+                if not done.done():
+                    done.set_result(result)
+
+    async def drain(self) -> None:
+        """Wait until this loop's queue is handled (before closing the store)."""
+        task = self._tasks.pop(asyncio.get_running_loop(), None)
+        if task is not None and not task.done():
+            await task

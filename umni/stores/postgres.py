@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import json
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -24,15 +23,12 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import ConfigError, StorageError
-from .base import StoredRow, chunks, decode_row, encode_output, row_checksum
+from .base import Batches, StoredRow, Write, chunks, decode_row, encode_write, row_checksum
 
 __all__ = ["PostgresResults", "redact"]
 
 #: Most writes committed in one transaction.
 MAX_BATCH = 512
-
-#: A queued write: key, kind, output text, provenance text, and the future its writer awaits.
-_Pending = tuple[str, str, str, "str | None", "asyncio.Future[dict[str, Any] | None]"]
 
 #: Any constant distinct from other users' advisory locks: serialises schema creation.
 _SCHEMA_LOCK = 0x756D6E69  # "umni"
@@ -85,10 +81,8 @@ class PostgresResults:
                     self._sync.execute(statement)
         self._conns: dict[asyncio.AbstractEventLoop, tuple[Any, Any]] = {}  # loop -> (reader, writer)
         self._opening: dict[asyncio.AbstractEventLoop, asyncio.Task[tuple[Any, Any]]] = {}
-        self._reads: dict[asyncio.AbstractEventLoop, list[tuple[str, asyncio.Future[dict[str, Any] | None]]]] = {}
-        self._reading: dict[asyncio.AbstractEventLoop, asyncio.Task[None]] = {}
-        self._pending: dict[asyncio.AbstractEventLoop, list[_Pending]] = {}
-        self._flushing: dict[asyncio.AbstractEventLoop, asyncio.Task[None]] = {}
+        self._reads: Batches[str, dict[str, Any] | None] = Batches(self._read_batch, MAX_BATCH)
+        self._writes: Batches[Write, dict[str, Any] | None] = Batches(self._commit_batch, MAX_BATCH)
         self.commits = 0
 
     @contextmanager
@@ -134,37 +128,19 @@ class PostgresResults:
     async def get(self, key: str) -> dict[str, Any] | None:
         """One key; lookups made while a query is out are answered together by the next one (a
         reader task, as writes have a writer), so a wave of nodes costs a few round trips."""
-        loop = asyncio.get_running_loop()
-        done: asyncio.Future[dict[str, Any] | None] = loop.create_future()
-        self._reads.setdefault(loop, []).append((key, done))
-        task = self._reading.get(loop)
-        if task is None or task.done():
-            self._reading[loop] = loop.create_task(self._read(loop))
-        return await done
+        return await self._reads.submit(key)
 
-    async def _read(self, loop: asyncio.AbstractEventLoop) -> None:
-        pending = self._reads.setdefault(loop, [])
-        while pending:
-            batch = pending[:MAX_BATCH]
-            del pending[:MAX_BATCH]
-            try:
-                found = await self.get_many([key for key, _ in batch])
-            except BaseException as exc:
-                for _, done in batch:
-                    if not done.done():
-                        done.set_exception(exc)
-                if not isinstance(exc, Exception):
-                    raise
-                continue
-            given: set[str] = set()
-            for key, done in batch:
-                if done.done():
-                    continue
-                value = found.get(key)
-                if value is not None and key in given:  # each caller its own copy, as separate reads give
-                    value = copy.deepcopy(value)
-                given.add(key)
-                done.set_result(value)
+    async def _read_batch(self, keys: list[str]) -> list[dict[str, Any] | None]:
+        found = await self.get_many(keys)
+        values: list[dict[str, Any] | None] = []
+        given: set[str] = set()
+        for key in keys:
+            value = found.get(key)
+            if value is not None and key in given:  # each caller its own copy, as separate reads give
+                value = copy.deepcopy(value)
+            given.add(key)
+            values.append(value)
+        return values
 
     async def get_many(self, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
         reader, _ = await self._connections()
@@ -199,46 +175,24 @@ class PostgresResults:
     async def put_if_absent(
         self, key: str, kind: str, output: Mapping[str, Any], provenance: Mapping[str, Any] | None = None
     ) -> dict[str, Any]:
-        loop = asyncio.get_running_loop()
-        done: asyncio.Future[dict[str, Any] | None] = loop.create_future()
-        prov = json.dumps(dict(provenance), sort_keys=True) if provenance else None
-        self._pending.setdefault(loop, []).append((key, kind, encode_output(output), prov, done))
-        task = self._flushing.get(loop)
-        if task is None or task.done():
-            self._flushing[loop] = loop.create_task(self._flush(loop))
-        winner = await done
+        winner = await self._writes.submit(encode_write(key, kind, output, provenance))
         return dict(output) if winner is None else winner
 
-    async def _flush(self, loop: asyncio.AbstractEventLoop) -> None:
-        """The writer task: commit what is queued, then what was queued meanwhile, until none is.
-        A fault reaches every waiting writer (never a writer left waiting forever)."""
-        pending = self._pending.setdefault(loop, [])
-        while pending:
-            batch = pending[:MAX_BATCH]
-            del pending[:MAX_BATCH]
-            try:
-                _, writer = await self._connections()
-                with self._guard():
-                    async with writer.transaction():
-                        winners = await self._write_batch(writer, [item[:4] for item in batch])
-            except BaseException as exc:
-                for item in batch:
-                    if not item[4].done():
-                        item[4].set_exception(exc)
-                if not isinstance(exc, Exception):
-                    raise
-                continue
-            self.commits += 1
-            for item, winner in zip(batch, winners):
-                if not item[4].done():
-                    item[4].set_result(winner)
+    async def _commit_batch(self, batch: list[Write]) -> list[dict[str, Any] | None]:
+        """One transaction for the batch; for each write, the row that won (None: this write)."""
+        _, writer = await self._connections()
+        with self._guard():
+            async with writer.transaction():
+                winners = await self._write_batch(writer, batch)
+        self.commits += 1
+        return winners
 
     @staticmethod
-    async def _write_batch(conn: Any, items: list[tuple[str, str, str, str | None]]) -> list[dict[str, Any] | None]:
+    async def _write_batch(conn: Any, batch: list[Write]) -> list[dict[str, Any] | None]:
         """Inside a transaction: insert every new key (one pipelined round trip), then read the rows
         that won (one more); a damaged row in the way is replaced. None: this write won."""
         now = time.time()
-        rows = [(key, kind, text, now, row_checksum(key, kind, text), prov) for key, kind, text, prov in items]
+        rows = [(w.key, w.kind, w.text, now, row_checksum(w.key, w.kind, w.text), w.provenance) for w in batch]
         async with conn.cursor() as cur:
             await cur.executemany(
                 "INSERT INTO umni_results(key, kind, output, created, checksum, provenance) VALUES (%s,%s,%s,%s,%s,%s) "
@@ -247,7 +201,7 @@ class PostgresResults:
             )
             await cur.execute(
                 "SELECT key, kind, output, checksum FROM umni_results WHERE key = ANY(%s) FOR UPDATE",
-                ([item[0] for item in items],),
+                ([w.key for w in batch],),
             )
             stored = {key: (kind, text, checksum) for key, kind, text, checksum in await cur.fetchall()}
         winners: list[dict[str, Any] | None] = []
@@ -278,8 +232,8 @@ class PostgresResults:
         replace: bool = False,
         provenance: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
-        text = encode_output(output)
-        prov = json.dumps(dict(provenance), sort_keys=True) if provenance else None
+        write = encode_write(key, kind, output, provenance)
+        text, prov = write.text, write.provenance
         with self._guard():
             if replace:
                 self._sync.execute(
@@ -318,11 +272,8 @@ class PostgresResults:
 
     # ------------------------------------------------------------------ close
     async def close(self) -> None:
-        loop = asyncio.get_running_loop()
-        task = self._flushing.pop(loop, None)
-        if task is not None and not task.done():
-            await task
-        pair = self._conns.pop(loop, None)
+        await self._writes.drain()
+        pair = self._conns.pop(asyncio.get_running_loop(), None)
         for conn in pair or ():
             await conn.close()
         self.close_now()

@@ -15,12 +15,10 @@ Schema creation (and the upgrade of a cache from before checksums or provenance)
 from __future__ import annotations
 
 import asyncio
-import json
 import sqlite3
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +26,7 @@ from tenacity import retry, retry_if_exception, stop_after_delay, wait_random_ex
 
 from ..errors import StorageError
 from ..storage import storage_guard, touch_with_umask
-from .base import StoredRow, chunks, decode_row, encode_output, row_checksum
+from .base import Batches, StoredRow, Write, chunks, decode_row, encode_write, row_checksum
 
 __all__ = ["SqliteResults", "connect", "SCHEMA_VERSION"]
 
@@ -82,15 +80,6 @@ def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
     return {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
 
 
-@dataclass
-class _Write:
-    key: str
-    kind: str
-    text: str
-    provenance: str | None
-    replace: bool
-
-
 class SqliteResults:
     """Results in `<path>` (a SQLite file); see the module docstring."""
 
@@ -121,8 +110,7 @@ class SqliteResults:
         #: the one writer thread (its own connection, made there); every commit runs on it
         self._writer = ThreadPoolExecutor(1, thread_name_prefix=f"umni-store-writer:{self.path.name}")
         self._writer_conn: sqlite3.Connection | None = None
-        self._pending: dict[asyncio.AbstractEventLoop, list[tuple[_Write, asyncio.Future[dict[str, Any] | None]]]] = {}
-        self._flushing: dict[asyncio.AbstractEventLoop, asyncio.Task[None]] = {}
+        self._writes: Batches[Write, dict[str, Any] | None] = Batches(self._commit_async, MAX_BATCH)
         self._closed = False
         #: commits made by the writer (a burst of writes shares one): for tests and the bench
         self.commits = 0
@@ -163,48 +151,20 @@ class SqliteResults:
     # ----------------------------------------------------------------- writes
     def _write(
         self, key: str, kind: str, output: Mapping[str, Any], replace: bool, provenance: Mapping[str, Any] | None
-    ) -> _Write:
+    ) -> Write:
         if self._closed:
             raise StorageError("the result store is closed", path=self.path)
-        return _Write(
-            key,
-            kind,
-            encode_output(output),
-            json.dumps(dict(provenance), sort_keys=True) if provenance else None,
-            replace,
-        )
+        return encode_write(key, kind, output, provenance, replace)
 
     async def put_if_absent(
         self, key: str, kind: str, output: Mapping[str, Any], provenance: Mapping[str, Any] | None = None
     ) -> dict[str, Any]:
-        write = self._write(key, kind, output, False, provenance)
-        loop = asyncio.get_running_loop()
-        done: asyncio.Future[dict[str, Any] | None] = loop.create_future()
-        self._pending.setdefault(loop, []).append((write, done))
-        task = self._flushing.get(loop)
-        if task is None or task.done():
-            self._flushing[loop] = loop.create_task(self._flush(loop))
-        winner = await done
+        winner = await self._writes.submit(self._write(key, kind, output, False, provenance))
         return dict(output) if winner is None else winner
 
-    async def _flush(self, loop: asyncio.AbstractEventLoop) -> None:
-        """The writer task: hand what is queued to the writer thread as one batch, until none is."""
-        pending = self._pending.setdefault(loop, [])
-        while pending:
-            batch = pending[:MAX_BATCH]
-            del pending[:MAX_BATCH]
-            try:
-                winners = await loop.run_in_executor(self._writer, self._commit_batch, [w for w, _ in batch])
-            except BaseException as exc:
-                for _, done in batch:
-                    if not done.done():
-                        done.set_exception(exc)
-                if not isinstance(exc, Exception):
-                    raise
-                continue
-            for (_, done), winner in zip(batch, winners):
-                if not done.done():
-                    done.set_result(winner)
+    async def _commit_async(self, batch: list[Write]) -> list[dict[str, Any] | None]:
+        """A batch of writes, committed by the writer thread while the event loop goes on."""
+        return await asyncio.get_running_loop().run_in_executor(self._writer, self._commit_batch, batch)
 
     def put_now(
         self,
@@ -226,7 +186,7 @@ class SqliteResults:
     async def forget(self, key: str) -> None:
         self.forget_now(key)
 
-    def _commit_batch(self, batch: list[_Write]) -> list[dict[str, Any] | None]:
+    def _commit_batch(self, batch: list[Write]) -> list[dict[str, Any] | None]:
         """On the writer thread: commit `batch`; a fault becomes StorageError naming the file."""
         try:
             if self._writer_conn is None:
@@ -237,7 +197,7 @@ class SqliteResults:
         except Exception as exc:
             raise StorageError(f"writing results failed: {type(exc).__name__}: {exc}", path=self.path) from exc
 
-    def _commit(self, conn: sqlite3.Connection, batch: list[_Write]) -> list[dict[str, Any] | None]:
+    def _commit(self, conn: sqlite3.Connection, batch: list[Write]) -> list[dict[str, Any] | None]:
         """One transaction for the batch; for each write, the row that won (None: this write)."""
         winners: list[dict[str, Any] | None] = []
         with storage_guard(self.path):
