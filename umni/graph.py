@@ -15,11 +15,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
-from typing import Any, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from . import roles as R
 from .errors import ConfigError
 from .policy import CachePolicy, RetryPolicy
+
+if TYPE_CHECKING:
+    from .kinds import Kind
 
 NodeKind = Literal["generate", "edit", "answer", "respond", "judge", "tool", "compute"]
 
@@ -114,6 +117,8 @@ class Node:
 
         Memoised on the node; raises ConfigError naming the node when a callable cannot be
         fingerprinted. `when` is checked the same way but is not part of the identity (a gate)."""
+        if self._code_identity is None and self.fn is None and self.parse is None and self.when is None:
+            self._code_identity = {}  # a model node: no code of ours decides its output
         if self._code_identity is None:
             from .codeid import code_fingerprint
 
@@ -287,14 +292,17 @@ class Graph(Generic[H]):
         """Check the graph; return node ids in a dependency order. Errors name the node."""
         from .kinds import find_kind, known_kinds
 
-        upstream: dict[str, list[str]] = {}
-
+        kinds: dict[str, Kind] = {}
         for node in self.nodes.values():
-            kind = find_kind(node.kind)
-            if kind is None:
+            found = find_kind(node.kind)
+            if found is None:
                 raise ConfigError(
                     f"case '{self.case_id}', node '{node.id}': unknown node kind '{node.kind}' (known: {', '.join(known_kinds())})"
                 )
+            kinds[node.id] = found
+        upstream: dict[str, list[str]] = {}
+        for node in self.nodes.values():
+            kind = kinds[node.id]
             upstream[node.id] = []
             for ref in node.refs():
                 if ref.node not in self.nodes:
@@ -305,18 +313,15 @@ class Graph(Generic[H]):
             where = f"case '{self.case_id}', node '{node.id}'"
             kind.check(node, where)
             for slot, ref, accepted in kind.slots(node):
-                self._check_ref_type(where, slot, ref, accepted)
+                produced = kinds[ref.node].output_type(self.nodes[ref.node])
+                _check_ref_type(where, slot, ref, produced, accepted)
             node.code_identity(self.case_id)
             if bound_roles is not None and node.role and node.role not in bound_roles and R.DERIVED_ROLES.get(node.role) not in bound_roles:
                 raise ConfigError(
                     f"case '{self.case_id}', node '{node.id}' needs role '{node.role}', which the binding does not fill "
                     f"(bound: {', '.join(sorted(bound_roles)) or 'nothing'}); bind it with --role {node.role}=SPEC"
                 )
-        try:  # the standard library's sort: a graph of a few nodes costs microseconds, not networkx's ~0.4 ms
-            return list(TopologicalSorter(upstream).static_order())
-        except CycleError as exc:
-            cycle = " -> ".join(exc.args[1])  # each node an input of the next
-            raise ConfigError(f"case '{self.case_id}': the graph has a cycle: {cycle}") from None
+        return _dependency_order(self.case_id, upstream)
 
     def produces(self, ref: Ref) -> OutputType:
         """What the node behind `ref` outputs (image / text / value), from its kind."""
@@ -326,11 +331,36 @@ class Graph(Generic[H]):
         kind = find_kind(node.kind)
         return kind.output_type(node) if kind is not None else "any"
 
-    def _check_ref_type(self, where: str, slot: str, ref: Ref, accepted: tuple[OutputType, ...]) -> None:
-        produced = self.produces(ref)
-        if ref.type != "any" and produced != "any" and ref.type != produced:
-            raise ConfigError(f"{where}: {slot} is a Ref typed {ref.type}, but node '{ref.node}' outputs {produced}")
-        if produced != "any" and "any" not in accepted and produced not in accepted:
-            raise ConfigError(
-                f"{where}: {slot} needs {' or '.join(accepted)}, but node '{ref.node}' outputs {produced}"
-            )
+
+def _check_ref_type(where: str, slot: str, ref: Ref, produced: OutputType, accepted: tuple[OutputType, ...]) -> None:
+    if ref.type != "any" and produced != "any" and ref.type != produced:
+        raise ConfigError(f"{where}: {slot} is a Ref typed {ref.type}, but node '{ref.node}' outputs {produced}")
+    if produced != "any" and "any" not in accepted and produced not in accepted:
+        raise ConfigError(f"{where}: {slot} needs {' or '.join(accepted)}, but node '{ref.node}' outputs {produced}")
+
+
+def _dependency_order(case_id: str, upstream: dict[str, list[str]]) -> list[str]:
+    """Every node after its inputs: the nodes with no inputs in graph order, then each node as its
+    last input is placed (the order `graphlib.TopologicalSorter.static_order` gives). Written out
+    because the sorter's unconditional cycle search cost more than the rest of a case's checks;
+    the sorter is still what names a cycle."""
+    successors: dict[str, list[str]] = {nid: [] for nid in upstream}
+    remaining = {}
+    for nid, inputs in upstream.items():
+        remaining[nid] = len(inputs)
+        for up in inputs:
+            successors[up].append(nid)
+    order = [nid for nid, count in remaining.items() if count == 0]
+    for nid in order:  # grows while it is read
+        for after in successors[nid]:
+            remaining[after] -= 1
+            if remaining[after] == 0:
+                order.append(after)
+    if len(order) == len(upstream):
+        return order
+    try:
+        TopologicalSorter(upstream).prepare()
+    except CycleError as exc:
+        cycle = " -> ".join(exc.args[1])  # each node an input of the next
+        raise ConfigError(f"case '{case_id}': the graph has a cycle: {cycle}") from None
+    raise AssertionError("a graph that cannot be ordered has a cycle")  # pragma: no cover

@@ -1,4 +1,6 @@
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from umni.errors import ConfigError
 from umni.graph import Graph, Ref
@@ -40,3 +42,19 @@ def test_order_respects_dependencies():
     g.answer("q", [edited, "?"], ["1", "2"])
     order = g.validate()
     assert order.index("draw") < order.index("edit") < order.index("q")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_dependency_order_is_the_standard_librarys_topological_order(data) -> None:
+    """The runner's node order (a priority among ready nodes) is exactly graphlib's static order."""
+    from graphlib import TopologicalSorter
+
+    from umni.graph import _dependency_order
+
+    size = data.draw(st.integers(1, 12))
+    upstream = {
+        f"n{i}": [f"n{j}" for j in data.draw(st.lists(st.integers(0, i - 1), max_size=4))] if i else []
+        for i in range(size)
+    }
+    assert _dependency_order("c", upstream) == list(TopologicalSorter(upstream).static_order())
