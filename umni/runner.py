@@ -203,14 +203,12 @@ class Runner:
         self.stats = RunStats()
         self.frozen_roles = frozen_roles
         self.phase = phase
-        pool = lanes or LanePool()
+        self._pool = pool = lanes or LanePool()
         self._lanes = pool.lanes_for(bindings, concurrency)
-        self._compute_lane = pool.compute
         total = sum(l.limit for l in self._lanes.values()) or 1
         self.window = window or max(32, 4 * total)
         self.inputs = InputReader(cache)
         self._services = Services(cache, self.inputs, self.stats, self.events, self.progress, retry, seed)
-        self._seq = pool.seq
         self._inflight = pool.inflight
         self._queue: deque[tuple[_CaseRun, str]] = deque()
         self._draining = False
@@ -228,15 +226,8 @@ class Runner:
         self._exhausted = False
         self._all_done = anyio.Event()
         self._tasks = NodeTasks()
-
-        async def until_every_case_closes() -> None:
-            self._admit()
-            # Some nodes may be waiting on work another runner (a sweep's other run) is doing,
-            # with no task of ours running: the cases closing is what ends the run.
-            await self._all_done.wait()
-
         try:
-            await self._tasks.run(until_every_case_closes)
+            await self._tasks.run(self._admit_until_all_close)
         except BaseExceptionGroup as group:
             raise _one_error(group) from None
         return self.stats
@@ -253,6 +244,12 @@ class Runner:
         return result
 
     # --------------------------------------------------------------- scheduling
+    async def _admit_until_all_close(self) -> None:
+        """The run ends when its cases close, not when its tasks end: a node may be waiting on work
+        another runner (a sweep's other run) is doing, with no task of ours running."""
+        self._admit()
+        await self._all_done.wait()
+
     def _admit(self) -> None:
         # Cases whose nodes are all cached finish inside this loop; the flag keeps that from
         # recursing once per case (the loop itself picks up the freed places).
@@ -345,9 +342,9 @@ class Runner:
             self._inflight[key].append((self, run, node.id))
             return None
         self._inflight[key] = []
-        lane = self._compute_lane if backend is None else self._lanes[id(backend)]
+        lane = self._pool.compute if backend is None else self._lanes[id(backend)]
         task = functools.partial(self._execute, run, node, key, kind, backend, policy)
-        lane.submit(self._tasks, (run.job.position, run.order[node.id]), next(self._seq), task)
+        lane.submit(self._tasks, (run.job.position, run.order[node.id]), next(self._pool.seq), task)
         return None
 
     def _finish(self, run: _CaseRun, outcome: Outcome) -> None:
