@@ -140,8 +140,6 @@ def test_sim_run_on_bundled_cases_gives_the_main_table(tmp_path):
     assert s["scored"] == {"rc": 10, "vc": 8, "aq": 10}
     assert s["judge_failures"] == {"rc": {}, "vc": {}, "aq": {}} and s["missing_outputs"] == 0 and s["unscored"] == {}
     assert s["overall"] == pytest.approx(0.6 * s["rc"] + 0.35 * s["vc"] + 0.05 * s["aq"], abs=1e-3)
-    for metric in ("rc", "vc", "aq"):
-        assert 0 <= s[metric] <= 100
     records = [json.loads(line) for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
     assert len(records) == 10 and all(r["final_round"] == 0 and r["item"] for r in records)
     # Data-weighted: the pooled RC is the mean over the ten items, not over the five dimensions.
