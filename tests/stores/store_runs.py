@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -50,15 +51,24 @@ def finish(procs: list[subprocess.Popen[str]]) -> None:
         assert proc.returncode == 0, stderr
 
 
-def kill_after(proc: subprocess.Popen[str], seconds: float) -> int | None:
-    """SIGKILL `proc` after `seconds` unless it finished first; its exit code if it did."""
-    try:
-        proc.wait(timeout=seconds)
-        return proc.returncode
-    except subprocess.TimeoutExpired:
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
-        return None
+def event_lines(out: Path) -> int:
+    path = out / "events.jsonl"
+    return path.read_bytes().count(b"\n") if path.exists() else 0
+
+
+def kill_at_line(proc: subprocess.Popen[str], out: Path, line: int) -> int | None:
+    """SIGKILL `proc` as soon as its run's event log reaches `line` lines, unless it finished first
+    (then its exit code). Progress, not a clock, picks the moment, so a slow machine kills as often."""
+    deadline = time.monotonic() + RUN_TIMEOUT
+    while event_lines(out) < line:
+        if proc.poll() is not None:
+            return proc.returncode
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.002)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    return None
 
 
 def summary(out: Path) -> dict[str, Any]:

@@ -257,3 +257,39 @@ def test_many_first_lookups_at_once_share_one_connection(pg_url: str, tmp_path: 
         assert found[7] == {"value": 7} and sum(f is not None for f in found) == 1
     finally:
         cache.close()
+
+
+def test_two_writers_storing_the_same_keys_in_opposite_orders_do_not_deadlock(store) -> None:
+    """Two processes computing the same work commit overlapping batches at the same moment. On
+    PostgreSQL, rows inserted in different orders by two open transactions wait on each other,
+    and the server kills one of them ('deadlock detected'): a run died with a StorageError."""
+    import threading
+
+    keys = [f"{i:064x}" for i in range(300)]
+    errors: list[BaseException] = []
+
+    def writer(order: list[str]) -> None:
+        cache = Cache(store.cache, blobs=store.blobs)
+
+        async def burst() -> None:
+            await asyncio.gather(*(cache.store(key, "answer", {"key": key}) for key in order))
+
+        try:
+            for _ in range(3):
+                asyncio.run(burst())
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            cache.close()
+
+    threads = [threading.Thread(target=writer, args=(order,)) for order in (keys, keys[::-1])]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    check = Cache(store.cache, blobs=store.blobs)
+    try:
+        assert asyncio.run(check.lookup_many(keys)) == {key: {"key": key} for key in keys}
+    finally:
+        check.close()

@@ -194,13 +194,15 @@ class PostgresResults:
         now = time.time()
         rows = [(w.key, w.kind, w.text, now, row_checksum(w.key, w.kind, w.text), w.provenance) for w in batch]
         async with conn.cursor() as cur:
+            # in key order: two transactions inserting overlapping keys in different orders would
+            # each wait on a row the other holds, and the server would abort one ('deadlock detected')
             await cur.executemany(
                 "INSERT INTO umni_results(key, kind, output, created, checksum, provenance) VALUES (%s,%s,%s,%s,%s,%s) "
                 "ON CONFLICT (key) DO NOTHING",
-                rows,
+                sorted(rows, key=lambda row: row[0]),
             )
             await cur.execute(
-                "SELECT key, kind, output, checksum FROM umni_results WHERE key = ANY(%s) FOR UPDATE",
+                "SELECT key, kind, output, checksum FROM umni_results WHERE key = ANY(%s) ORDER BY key FOR UPDATE",
                 ([w.key for w in batch],),
             )
             stored = {key: (kind, text, checksum) for key, kind, text, checksum in await cur.fetchall()}
