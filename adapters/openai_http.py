@@ -29,6 +29,17 @@ Replies: a refusal (``message.refusal``, ``finish_reason`` ``content_filter``, o
 text, recorded as a ``refusal`` failure, never parsed as an answer. A response without ``usage``
 records its token counts as unknown (None), not 0, so its cost is unknown too.
 
+Several servers of one model (a vLLM or SGLang fleet): ``base_url`` lists them, comma-separated;
+the identity is then the model without the URLs (see README, "Several servers of one
+OpenAI-compatible model"). ``per_endpoint`` caps the calls in flight on each server, and the
+backend's concurrency becomes servers x ``per_endpoint`` unless ``concurrency`` is given (without
+``per_endpoint``: servers x 4, uncapped per server). A server that is unreachable, resets, times out
+or answers 502/503/504 is left out for ``cool_off`` seconds (default 10; its ``Retry-After`` when it
+names one) and the call goes to another within the same attempt; a 429 leaves out that server only,
+for as long as it asks; a request the server refuses on its merits (400, 401, 404, 422…) is not
+sent elsewhere. When no server is left the attempt fails as retryable, naming the servers, so the
+engine's retry policy applies. Both parameters are operational: not identity, not cache key.
+
 Limits (see http_limits): ``timeout`` bounds a whole attempt, every byte read included;
 ``max_response_bytes`` (default 64 MiB) caps a response body and ``max_pixels`` (default 8192 x 8192)
 a returned image, checked from its header before decoding.
@@ -77,6 +88,7 @@ from umni.roles import (
 from umni.secrets import mask, register_secret, scrub, truncate
 from umni.spec import Spec
 
+from .endpoints import DEFAULT_COOL_OFF_S, Endpoint, Fleet, FleetDown
 from .http_limits import (
     DEFAULT_MAX_PIXELS,
     DEFAULT_MAX_RESPONSE_BYTES,
@@ -122,7 +134,11 @@ SELF_HOSTED_FIELDS = frozenset({"chat_template_kwargs"})
 OPENAI_API_HOST = "api.openai.com"
 
 #: Parameters that change only how the server is reached or how many calls run at once.
-CONNECTION_PARAMS = frozenset({"base_url", "api_key_env", "roles", "connect_timeout", "token_field"})
+CONNECTION_PARAMS = frozenset(
+    {"base_url", "api_key_env", "roles", "connect_timeout", "token_field", "per_endpoint", "cool_off"}
+)
+#: Answers of a server that is down or restarting; another server of the fleet may well answer.
+FAILOVER_STATUS = frozenset({502, 503, 504})
 #: Bounds on what a server can make umni read and decode (see http_limits); they change no answer.
 LIMIT_PARAMS = frozenset({"max_response_bytes", "max_pixels"})
 
@@ -154,6 +170,8 @@ class OpenAIParams(BackendParams):
     roles: str | None = None
     max_response_bytes: PositiveInt = DEFAULT_MAX_RESPONSE_BYTES
     max_pixels: PositiveInt = DEFAULT_MAX_PIXELS
+    per_endpoint: PositiveInt | None = None
+    cool_off: PositiveFloat = DEFAULT_COOL_OFF_S
 
     @field_validator("base_url")
     @classmethod
@@ -193,9 +211,11 @@ class OpenAIBackend(Backend):
         super().__init__(spec)
         params: OpenAIParams = self.params
         self.model = spec.name
-        #: Several servers of the same model (same weights, revision and serving configuration): calls
-        #: go to the one with the fewest in flight, and a server that refuses connections is skipped.
+        #: Several servers of the same model (same weights, revision and serving configuration), chosen
+        #: per call by `endpoints.Fleet`.
         self.base_urls = params.base_url.split(",")
+        self.per_endpoint = params.per_endpoint
+        self.cool_off_s = params.cool_off
         self.base_url = self.base_urls[0]
         self.host = urlsplit(self.base_url).hostname or ""
         for url in self.base_urls:
@@ -229,8 +249,7 @@ class OpenAIBackend(Backend):
         register_secret(os.environ.get(self.api_key_env))
         self._roles = _parse_roles(spec, params.roles)
         self._client: httpx.AsyncClient | None = None
-        self._clients: list[httpx.AsyncClient] = []
-        self._inflight: list[int] = []
+        self._fleet: Fleet[httpx.AsyncClient] | None = None
         self._api_key: str | None = None
         #: Everything this backend consumed since it started (each reply also carries its own share).
         self.total_usage = Usage(calls=0)
@@ -247,6 +266,20 @@ class OpenAIBackend(Backend):
         if len(self.base_urls) > 1:  # replicas of one served model: the answers are the model's, not a server's
             return {"provider": self.provider, "name": self.model, "params": params}
         return {"provider": self.provider, "name": self.model, "endpoint": _endpoint(self.base_url), "params": params}
+
+    @property
+    def concurrency(self) -> int:
+        """Calls in flight across the fleet: the spec's ``concurrency``, else servers x ``per_endpoint``
+        (servers x the default when no per-server cap is set)."""
+        if "concurrency" in self.spec.options:
+            return super().concurrency
+        return len(self.base_urls) * (self.per_endpoint or self.default_concurrency)
+
+    @property
+    def pooled(self) -> bool:
+        """A fleet sized by ``per_endpoint`` keeps its lane under a run-wide ``--concurrency`` (as a
+        Ray pool does): that option would otherwise leave its servers idle or overload them."""
+        return self.per_endpoint is not None
 
     def __repr__(self) -> str:
         return f"OpenAIBackend(model={self.model!r}, host={self.host!r}, roles={sorted(self._roles)})"
@@ -265,23 +298,26 @@ class OpenAIBackend(Backend):
         register_secret(self._api_key)
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
-        self._clients = [
+        connections = max(self.per_endpoint or self.concurrency, 1) * 2
+        clients = [
             httpx.AsyncClient(
                 base_url=url,
                 headers=headers,
                 timeout=httpx.Timeout(self.timeout_s, connect=self.connect_timeout_s),
-                limits=httpx.Limits(max_connections=max(self.concurrency, 1) * 2),
+                limits=httpx.Limits(max_connections=connections),
             )
             for url in self.base_urls
         ]
-        self._inflight = [0] * len(self._clients)
-        self._client = self._clients[0]
+        self._fleet = Fleet(
+            list(zip(self.base_urls, clients, strict=True)), per_endpoint=self.per_endpoint, cool_off_s=self.cool_off_s
+        )
+        self._client = clients[0]
 
     async def aclose(self) -> None:
-        if self._client is not None:
-            for client in self._clients:
-                await client.aclose()
-            self._clients = []
+        if self._fleet is not None:
+            for endpoint in self._fleet.endpoints:
+                await endpoint.client.aclose()
+            self._fleet = None
             self._client = None
 
     # -- understand / judge ------------------------------------------------------------------------
@@ -407,13 +443,17 @@ class OpenAIBackend(Backend):
         return decode_image(raw, source=f"{self.model} at {self.host}", max_pixels=self.max_pixels)
 
     async def _fetch_image(self, url: str) -> bytes:
-        client = self._require_client()
+        self._require_client()
+        assert self._fleet is not None
+        host = urlsplit(url).netloc
+        own = [e.client for e in self._fleet.endpoints if host and urlsplit(e.url).netloc == host]
+        client = own[0] if own else self._fleet.endpoints[0].client
         request = client.build_request("GET", url)
-        if urlsplit(url).netloc != urlsplit(self.base_url).netloc:
+        if not own:
             # The key belongs to the API server; never hand it to a storage host named in a response.
             request.headers.pop("Authorization", None)
         try:
-            response = await self._send(request, f"{self._who()} image download")
+            response = await self._send(request, f"{self._who()} image download", client)
         except httpx.TimeoutException:
             raise BackendError(f"{self._who()}: fetching the generated image timed out", retryable=True) from None
         except httpx.TransportError as exc:
@@ -438,7 +478,7 @@ class OpenAIBackend(Backend):
         self._require_client()
         started = time.perf_counter()
         try:
-            response = await self._post_any(path, json_body=json_body, data=data, files=files)
+            response, who = await self._post_any(path, json_body=json_body, data=data, files=files)
         except httpx.TimeoutException as exc:
             raise BackendError(
                 f"{self._who()} {path}: no response within the timeout "
@@ -452,8 +492,8 @@ class OpenAIBackend(Backend):
         if not response.is_success:
             if response.status_code == 400 and _error_code(response) in REFUSAL_CODES:
                 said = truncate(_redact(_server_message(response), self._api_key), 300)
-                raise Refusal(f"{self._who()} {path}: the server's safety system refused the request: {said}", raw=said)
-            error = _status_error(response, who=f"{self._who()} {path}", secret=self._api_key)
+                raise Refusal(f"{who} {path}: the server's safety system refused the request: {said}", raw=said)
+            error = _status_error(response, who=f"{who} {path}", secret=self._api_key)
             extra = [k for k in (json_body or {}) if k not in RESERVED_FIELDS | set(self.image_options) | {"logprobs"}]
             named = [k for k in extra if k in str(error)]
             if response.status_code == 400 and named:
@@ -476,22 +516,73 @@ class OpenAIBackend(Backend):
         json_body: dict[str, Any] | None,
         data: dict[str, str] | None,
         files: list[tuple[str, tuple[str, bytes, str]]] | None,
-    ) -> httpx.Response:
-        """POST to the server with the fewest calls in flight; one that refuses the connection is
-        passed over for the next (the last one's error is raised when none answers)."""
-        order = sorted(range(len(self._clients)), key=self._inflight.__getitem__)
-        for position, index in enumerate(order):
-            client = self._clients[index]
-            self._inflight[index] += 1
+    ) -> tuple[httpx.Response, str]:
+        """POST to the least busy server; returns its response and who answered (for messages).
+
+        A lone server's failures propagate as they are (the caller words them). In a fleet, a
+        server that fails in a way another would not is set aside and the call goes to the next;
+        when none is left, one retryable BackendError names them all.
+        """
+        fleet = self._require_fleet()
+        if len(fleet) == 1:
+            _, endpoint = await fleet.acquire()
             try:
-                request = client.build_request("POST", path, json=json_body, data=data, files=files)
-                return await self._send(request, f"{self._who()} {path}", client)
-            except httpx.ConnectError:
-                if position == len(order) - 1:
-                    raise
+                return await self._post_to(endpoint, f"{self._who()} {path}", path, json_body, data, files), self._who()
             finally:
-                self._inflight[index] -= 1
-        raise AssertionError("unreachable: a backend has at least one base_url")
+                fleet.release(endpoint)
+        skip: set[int] = set()
+        tried: dict[str, str] = {}
+        while True:
+            try:
+                index, endpoint = await fleet.acquire(skip)
+            except FleetDown as down:
+                down.tried = tried
+                wait = f"; the first is back in {down.retry_after:.1f}s" if down.retry_after is not None else ""
+                raise BackendError(
+                    f"openai/{self.model} {path}: no server of the fleet could take the call: {down.describe()}{wait}",
+                    retryable=True,
+                    retry_after=down.retry_after,
+                ) from None
+            skip.add(index)
+            who = f"openai/{self.model} at {endpoint.name}"
+            try:
+                response = await self._post_to(endpoint, f"{who} {path}", path, json_body, data, files)
+            except (httpx.TimeoutException, httpx.TransportError) as exc:
+                why = "timed out" if isinstance(exc, httpx.TimeoutException) else f"connection failed: {type(exc).__name__}"
+                tried[endpoint.name] = why
+                fleet.set_aside(endpoint, why)
+                continue
+            except BackendError as exc:
+                if not exc.retryable:  # a response over max_response_bytes: every server would send it
+                    raise
+                tried[endpoint.name] = "no complete response within the timeout"
+                fleet.set_aside(endpoint, tried[endpoint.name])
+                continue
+            finally:
+                fleet.release(endpoint)
+            status = response.status_code
+            if status in FAILOVER_STATUS or status == 429:
+                tried[endpoint.name] = f"HTTP {status}" + (" (rate limited)" if status == 429 else "")
+                fleet.set_aside(endpoint, tried[endpoint.name], parse_retry_after(response.headers))
+                continue
+            return response, who
+
+    async def _post_to(
+        self,
+        endpoint: Endpoint[httpx.AsyncClient],
+        who: str,
+        path: str,
+        json_body: dict[str, Any] | None,
+        data: dict[str, str] | None,
+        files: list[tuple[str, tuple[str, bytes, str]]] | None,
+    ) -> httpx.Response:
+        request = endpoint.client.build_request("POST", path, json=json_body, data=data, files=files)
+        return await self._send(request, who, endpoint.client)
+
+    def _require_fleet(self) -> Fleet[httpx.AsyncClient]:
+        self._require_client()
+        assert self._fleet is not None
+        return self._fleet
 
     def _require_client(self) -> httpx.AsyncClient:
         if self._client is None:

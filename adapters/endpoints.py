@@ -1,0 +1,141 @@
+"""Choosing among several servers of one model: per-server limits, cool-off of failing servers.
+
+A fleet of vLLM or SGLang servers is one model to umni (see openai_http). Each call takes a slot on
+the live server with the fewest calls in flight (ties go to the one used longest ago, so even calls
+made one at a time spread out), waiting when every live server is at its limit rather than
+overloading one. A server that fails in a way another server would not (unreachable, reset,
+timed out, 502/503/504) is set aside for a cool-off and the call goes to another; a 429 sets aside
+only that server, for as long as it asks. When none is left the caller gets `FleetDown`, which says
+when the first one comes back.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+from urllib.parse import urlsplit
+
+import anyio
+
+C = TypeVar("C")
+
+#: Seconds a server that failed is left out before calls go to it again.
+DEFAULT_COOL_OFF_S = 10.0
+
+
+def public_url(url: str) -> str:
+    """The URL as it may be shown: scheme, host, port and path, without credentials or query."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{host}{port}{parts.path.rstrip('/')}"
+
+
+@dataclass(eq=False)
+class Endpoint(Generic[C]):
+    """One server of the fleet and what is known of its health."""
+
+    url: str
+    client: C
+    in_flight: int = 0
+    #: `clock()` time before which no call is sent here (0: up).
+    down_until: float = 0.0
+    #: Why it was set aside last (for the error naming the fleet), e.g. "HTTP 503".
+    reason: str = ""
+    last_used: int = 0
+
+    @property
+    def name(self) -> str:
+        return public_url(self.url)
+
+
+@dataclass
+class FleetDown(Exception):
+    """No server could take the call: every one was tried in this attempt or is cooling off."""
+
+    endpoints: Sequence[Endpoint[Any]]
+    #: Seconds until the first server set aside comes back; None when none is cooling off.
+    retry_after: float | None
+    tried: dict[str, str] = field(default_factory=dict)
+
+    def describe(self) -> str:
+        parts = []
+        for endpoint in self.endpoints:
+            why = self.tried.get(endpoint.name) or endpoint.reason or "busy"
+            parts.append(f"{endpoint.name} ({why})")
+        return "; ".join(parts)
+
+
+class Fleet(Generic[C]):
+    """The servers of one model, with at most `per_endpoint` calls in flight on each (None: no cap)."""
+
+    def __init__(
+        self,
+        endpoints: Sequence[tuple[str, C]],
+        *,
+        per_endpoint: int | None = None,
+        cool_off_s: float = DEFAULT_COOL_OFF_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if not endpoints:
+            raise ValueError("a fleet needs at least one server")
+        self.endpoints: list[Endpoint[C]] = [Endpoint(url, client) for url, client in endpoints]
+        self.limit = per_endpoint if per_endpoint is not None else math.inf
+        self.cool_off_s = cool_off_s
+        self._clock = clock
+        self._uses = itertools.count(1)
+        self._waiters: list[anyio.Event] = []
+
+    def __len__(self) -> int:
+        return len(self.endpoints)
+
+    async def acquire(self, skip: set[int] | None = None) -> tuple[int, Endpoint[C]]:
+        """A slot on the least busy live server not in `skip` (indices), waiting for one to free.
+
+        Raises FleetDown when every server is in `skip` or cooling off; release the slot with
+        `release` whatever the call's outcome.
+        """
+        skip = skip or set()
+        while True:
+            now = self._clock()
+            live = [(i, e) for i, e in enumerate(self.endpoints) if i not in skip and e.down_until <= now]
+            if not live:
+                waits = [e.down_until - now for e in self.endpoints if e.down_until > now]
+                raise FleetDown(list(self.endpoints), min(waits) if waits else None)
+            free = [(i, e) for i, e in live if e.in_flight < self.limit]
+            if free:
+                index, best = min(free, key=lambda pair: (pair[1].in_flight, pair[1].last_used))
+                best.in_flight += 1
+                best.last_used = next(self._uses)
+                return index, best
+            await self._wait(now)
+
+    def release(self, endpoint: Endpoint[C]) -> None:
+        endpoint.in_flight -= 1
+        waiters, self._waiters = self._waiters, []
+        for event in waiters:
+            event.set()
+
+    def set_aside(self, endpoint: Endpoint[C], reason: str, seconds: float | None = None) -> None:
+        """Leave `endpoint` out for `seconds` (the cool-off when None). A lone server is never set
+        aside: there is nothing to fail over to, and the engine's retries already wait."""
+        if len(self.endpoints) == 1:
+            return
+        endpoint.down_until = max(endpoint.down_until, self._clock() + (self.cool_off_s if seconds is None else seconds))
+        endpoint.reason = reason
+
+    async def _wait(self, now: float) -> None:
+        """Until a slot frees, or a server cooling off comes back (it may be free)."""
+        event = anyio.Event()
+        self._waiters.append(event)
+        returns = [e.down_until - now for e in self.endpoints if e.down_until > now]
+        try:
+            with anyio.move_on_after(min(returns) if returns else math.inf):
+                await event.wait()
+        finally:
+            if event in self._waiters:
+                self._waiters.remove(event)
