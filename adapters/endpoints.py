@@ -125,7 +125,9 @@ class Fleet(Generic[C]):
         aside: there is nothing to fail over to, and the engine's retries already wait."""
         if len(self.endpoints) == 1:
             return
-        endpoint.down_until = max(endpoint.down_until, self._clock() + (self.cool_off_s if seconds is None else seconds))
+        endpoint.down_until = max(
+            endpoint.down_until, self._clock() + (self.cool_off_s if seconds is None else seconds)
+        )
         endpoint.reason = reason
 
     async def _wait(self, now: float) -> None:

@@ -548,7 +548,8 @@ class OpenAIBackend(Backend):
             try:
                 response = await self._post_to(endpoint, f"{who} {path}", path, json_body, data, files)
             except (httpx.TimeoutException, httpx.TransportError) as exc:
-                why = "timed out" if isinstance(exc, httpx.TimeoutException) else f"connection failed: {type(exc).__name__}"
+                timed_out = isinstance(exc, httpx.TimeoutException)
+                why = "timed out" if timed_out else f"connection failed: {type(exc).__name__}"
                 tried[endpoint.name] = why
                 fleet.set_aside(endpoint, why)
                 continue

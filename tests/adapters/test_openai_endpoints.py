@@ -129,7 +129,9 @@ def test_concurrency_defaults() -> None:
 # -- failover --------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("fault", [Fault.unavailable(), Fault.server_error(502), Fault.server_error(504), Fault.reset()])
+@pytest.mark.parametrize(
+    "fault", [Fault.unavailable(), Fault.server_error(502), Fault.server_error(504), Fault.reset()]
+)
 def test_a_failing_server_is_set_aside_and_the_call_goes_on(fault: Fault) -> None:
     with OpenAIStubServer(faults=[fault]) as sick, OpenAIStubServer() as healthy:
 
