@@ -443,11 +443,11 @@ class OpenAIBackend(Backend):
         return decode_image(raw, source=f"{self.model} at {self.host}", max_pixels=self.max_pixels)
 
     async def _fetch_image(self, url: str) -> bytes:
-        self._require_client()
-        assert self._fleet is not None
+        # An image handed out by URL lives on the server that made it, which takes the key.
+        fleet = self._require_fleet()
         host = urlsplit(url).netloc
-        own = [e.client for e in self._fleet.endpoints if host and urlsplit(e.url).netloc == host]
-        client = own[0] if own else self._fleet.endpoints[0].client
+        own = [e.client for e in fleet.endpoints if host and urlsplit(e.url).netloc == host]
+        client = own[0] if own else fleet.endpoints[0].client
         request = client.build_request("GET", url)
         if not own:
             # The key belongs to the API server; never hand it to a storage host named in a response.

@@ -83,6 +83,21 @@ def test_sequential_calls_take_turns() -> None:
         assert [s.count("/chat/completions") for s in (a, b, c)] == [2, 2, 2]
 
 
+def test_an_image_handed_out_by_url_is_fetched_from_the_server_that_made_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FLEET_KEY", "fleet-key")
+    with OpenAIStubServer(api_key="fleet-key") as a, OpenAIStubServer(api_key="fleet-key") as b:
+        spec = f"openai/served-model?base_url={a.base_url},{b.base_url}&api_key_env=FLEET_KEY&response_format=url"
+
+        async def draw(made: OpenAIBackend) -> None:
+            for prompt in ("a red square", "a blue circle"):  # one on each server
+                assert (await made.generate([prompt])).image.size == (64, 64)
+
+        on_started(OpenAIBackend(Spec.parse(spec)), draw)
+        for server in (a, b):  # the key went along: the server that made the image handed it out
+            assert server.count("/images/generations") == 1
+            assert server.last(".png").status == 200
+
+
 # -- per-endpoint limits ---------------------------------------------------------------------------
 
 
