@@ -12,6 +12,7 @@ import io
 import json
 import os
 import tempfile
+import threading
 import warnings
 from collections import OrderedDict
 from pathlib import Path
@@ -183,6 +184,7 @@ class BlobStore:
             self.root.mkdir(parents=True, exist_ok=True)
         self._verified: dict[str, tuple[int, int]] = {}  # sha -> (mtime_ns, size) of the file checked
         self._decoded: OrderedDict[str, Image.Image] = OrderedDict()  # recently opened images
+        self._decoded_lock = threading.Lock()  # images are decoded in worker threads too
 
     def verify(self, sha256: str) -> bool:
         """Whether the blob exists and its bytes hash to its name (checked once per file version)."""
@@ -215,10 +217,15 @@ class BlobStore:
         return ImageRef(sha256=sha, width=width, height=height)
 
     def _remember(self, sha: str, image: Image.Image) -> None:
-        self._decoded[sha] = image
-        self._decoded.move_to_end(sha)
-        if len(self._decoded) > DECODED_KEPT:
-            self._decoded.popitem(last=False)
+        with self._decoded_lock:
+            self._decoded[sha] = image
+            self._decoded.move_to_end(sha)
+            if len(self._decoded) > DECODED_KEPT:
+                self._decoded.popitem(last=False)
+
+    def is_decoded(self, sha256: str) -> bool:
+        """Whether `open` would copy a kept image rather than decode the file."""
+        return sha256 in self._decoded
 
     def put(self, image: Image.Image) -> ImageRef:
         return self.put_png(encode_png(image), image.width, image.height)
@@ -245,7 +252,8 @@ class BlobStore:
         A stage's image is read by every question about it, so the last few decoded images are
         kept; decoding a PNG costs far more than copying pixels.
         """
-        image = self._decoded.get(ref.sha256)
+        with self._decoded_lock:
+            image = self._decoded.get(ref.sha256)
         if image is None:
             image = Image.open(io.BytesIO(self.read_bytes(ref)))
             image.load()

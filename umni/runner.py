@@ -385,6 +385,7 @@ class Runner:
         started = time.monotonic()
         ctx = KindContext(node, backend, run.outcomes, self._services)
         try:
+            await self.inputs.decode_ahead(run.outcomes, node)
             output = (await kind.execute(ctx)).model_dump()
         except StorageError:  # the disk failed, not the node: stop the run, record nothing
             raise

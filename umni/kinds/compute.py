@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, ClassVar
 
 from pydantic import BaseModel
@@ -63,10 +65,21 @@ class Compute(Kind):
 
     async def execute(self, ctx: KindContext) -> ValueOutput:
         node = ctx.node
-        assert node.fn is not None
+        fn = node.fn
+        assert fn is not None
         ctx.calls += 1
-        value = node.fn(**node.params.get("const", {}), **ctx.values())
-        return ValueOutput(value=json_output(value, f"the value returned by compute node '{node.id}'"))
+
+        def compute() -> Any:
+            return json_output(fn(**node.params.get("const", {}), **ctx.values()), f"the value returned by compute node '{node.id}'")
+
+        # Off the event loop, so a slow metric (OCR, a segmentation score) never holds up model
+        # calls; on one thread, so compute functions still run one at a time, as they always have.
+        value = await asyncio.get_running_loop().run_in_executor(_COMPUTE_THREAD, compute)
+        return ValueOutput(value=value)
+
+
+#: The thread every compute function runs on (one per process: a sweep's runs share it).
+_COMPUTE_THREAD = ThreadPoolExecutor(1, thread_name_prefix="umni-compute")
 
 
 register(Compute())

@@ -7,10 +7,11 @@ meets them, remembered by path, modification time and size.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+import anyio
 from PIL import Image
 
 from ..artifacts import ImageRef
@@ -67,6 +68,23 @@ class InputReader:
             "images": [one(p) for p in node.images],
             "inputs": {name: one(ref) for name, ref in sorted(node.inputs.items())},
         }
+
+    def produced_images(self, outcomes: Mapping[str, Outcome], node: Node) -> Iterator[ImageRef]:
+        """The images of other nodes this node reads (prompt parts, images, named inputs)."""
+        for item in (*node.prompt, *node.images, *node.inputs.values()):
+            if isinstance(item, Ref):
+                outcome = outcomes[item.node]
+                if outcome.ok and outcome.image is not None:
+                    yield outcome.image
+
+    async def decode_ahead(self, outcomes: Mapping[str, Outcome], node: Node) -> None:
+        """Decode, in a worker thread, the images the node is about to read that the blob store
+        does not hold decoded, so that decoding a large PNG never holds up the event loop (the
+        node's kind then reads them from the store's decoded images)."""
+        blobs = self.cache.blobs
+        missing = {ref.sha256: ref for ref in self.produced_images(outcomes, node) if not blobs.is_decoded(ref.sha256)}
+        if missing:
+            await anyio.to_thread.run_sync(lambda: [blobs.open(ref) for ref in missing.values()])
 
     def blobs_present(self, output: Mapping[str, Any]) -> bool:
         image = output.get("image")

@@ -1,0 +1,101 @@
+"""Work that costs CPU inside the engine runs off the event loop: compute functions (one at a
+time, on their own thread) and the decoding of images a node reads. A model call elsewhere in
+the graph goes on meanwhile."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import anyio
+from fakes import ScriptedBackend
+from PIL import Image
+
+from umni.artifacts import BlobStore
+from umni.bindings import Bindings
+from umni.graph import Graph
+from umni.roles import ChoiceReply
+from umni.runner import Runner
+from umni.store import Cache
+
+
+class SignallingBackend(ScriptedBackend):
+    """Answers, and leaves a file saying so (a blocked event loop would never get to call it)."""
+
+    def __init__(self, flag: Path) -> None:
+        super().__init__("signal")
+        self.flag = flag
+
+    async def choose(self, parts: Sequence[object], options: Sequence[str], *, seed: int = 0) -> ChoiceReply:
+        self.flag.write_text("answered")
+        return ChoiceReply(0, options[0], "letter")
+
+
+def wait_for_the_answer(flag: str) -> dict[str, object]:
+    deadline = time.monotonic() + 10
+    while not os.path.exists(flag) and time.monotonic() < deadline:
+        time.sleep(0.005)  # on the event loop's thread, the answer could never come
+    return {"answered": os.path.exists(flag), "thread": threading.current_thread().name}
+
+
+def test_a_compute_function_that_blocks_does_not_stop_model_calls(tmp_path: Path) -> None:
+    flag = tmp_path / "answered"
+    g = Graph("c")
+    g.compute("slow", wait_for_the_answer, const={"flag": str(flag)})
+    g.answer("q", ["pick one"], ["a", "b"])
+    out = anyio.run(Runner(Bindings({"understand": SignallingBackend(flag)}), Cache(tmp_path / "cache")).run_graph, g)
+    value = out["slow"].output["value"]
+    assert out["slow"].status == "computed" and value["answered"] is True
+    assert value["thread"].startswith("umni-compute")
+
+
+def alone(marker: str, i: int) -> bool:
+    """True when no other compute function was running meanwhile (the marker file is exclusive)."""
+    try:
+        fd = os.open(marker, os.O_CREAT | os.O_EXCL)
+    except FileExistsError:
+        return False
+    time.sleep(0.01)
+    os.close(fd)
+    os.remove(marker)
+    return True
+
+
+def test_compute_functions_run_one_at_a_time(tmp_path: Path) -> None:
+    g = Graph("c")
+    for i in range(8):
+        g.compute(f"f{i}", alone, const={"marker": str(tmp_path / "running"), "i": i})
+    out = anyio.run(Runner(Bindings({}), Cache(tmp_path / "cache")).run_graph, g)
+    assert [out[f"f{i}"].output["value"] for i in range(8)] == [True] * 8
+
+
+def test_images_a_node_reads_are_decoded_off_the_event_loop(tmp_path: Path, monkeypatch) -> None:
+    decoded_on: list[str] = []
+    real_open = Image.open
+
+    def recording_open(*args, **kwargs):  # a spy: the real decoder runs
+        decoded_on.append(threading.current_thread().name)
+        return real_open(*args, **kwargs)
+
+    backend = ScriptedBackend()
+    g = Graph("c")
+    drawn = g.generate("draw", ["a cube"])
+    g.answer("q1", [drawn, "colour?"], ["red", "blue"])
+    g.answer("q2", [drawn, "shape?"], ["cube", "ball"])
+    cache = Cache(tmp_path)
+    roles = ("generate", "understand")
+    first = anyio.run(Runner(Bindings({r: backend for r in roles}), cache).run_graph, g)
+    assert all(o.status == "computed" for o in first.values())
+    # A fresh blob store (a resumed run) holds nothing decoded: the answers must decode the image.
+    cache.blobs = BlobStore(cache.blobs.root)
+    monkeypatch.setattr(Image, "open", recording_open)
+    g2 = Graph("c")
+    drawn = g2.generate("draw", ["a cube"])
+    g2.answer("q1", [drawn, "colour?"], ["red", "green"])  # new questions: computed, reading the image
+    g2.answer("q2", [drawn, "shape?"], ["cube", "cone"])
+    second = anyio.run(Runner(Bindings({r: backend for r in roles}), cache).run_graph, g2)
+    assert second["draw"].status == "cached" and second["q1"].status == "computed"
+    assert decoded_on and threading.main_thread().name not in decoded_on
