@@ -4,7 +4,8 @@ The placement parameters say where a backend runs, never what it answers: they a
 the real backend is built, so its identity and every cache key are the same in process or on Ray.
 Each replica builds the real backend from the stripped spec once and starts it; a call goes to the
 least-busy replica. A replica that dies is restarted (a bounded number of times) and the calls it
-had in flight fail as retryable, so the runner's retry policy sends them again.
+had in flight fail as retryable, so the runner's retry policy sends them again. Images cross as
+PNG bytes (`umni.placement_wire`), never as pickled PIL objects.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any, ClassVar
 
 from .backends import Backend, backend_class
 from .errors import BackendError, ConfigError
+from .placement_wire import from_wire, to_wire
 from .spec import Spec
 
 #: Spec parameters that place a backend; operational, and removed before the real backend sees the spec.
@@ -85,7 +87,8 @@ class _Replica:
         return sorted(self.backend.fills())
 
     async def call(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        return await getattr(self.backend, method)(*args, **kwargs)
+        reply = await getattr(self.backend, method)(*from_wire(args), **from_wire(kwargs))
+        return to_wire(reply)
 
     async def close(self) -> None:
         await self.backend.ensure_closed()
@@ -217,12 +220,13 @@ class RayPool(Backend):
         actor = self._actors[index]
         self._busy[index] += 1
         try:
-            return await actor.call.remote(method, args, kwargs)
+            reply = await actor.call.remote(method, to_wire(args), to_wire(kwargs))
         except ray.exceptions.RayActorError as died:
             await self._restart(index, actor)
             raise BackendError(f"backend spec '{self.spec}': Ray replica died ({died})", retryable=True) from None
         finally:
             self._busy[index] -= 1
+        return from_wire(reply)
 
     async def respond(self, parts: Sequence[Any], *, max_tokens: int = 512, seed: int = 0, options: Any = None) -> Any:
         if options is not None and self._takes_options:

@@ -48,6 +48,19 @@ def run(model: str, tmp: Path, name: str, *extra: str) -> bytes:
     return (out / "results.jsonl").read_bytes()
 
 
+def wait_dead(actor: object, seconds: float = 30.0) -> None:
+    import time
+
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        try:
+            ray.get(actor.__ray_ready__.remote())  # type: ignore[attr-defined]
+        except ray.exceptions.RayActorError:
+            return
+        time.sleep(0.05)
+    raise AssertionError("the killed actor still answers")
+
+
 def test_identity_is_the_same_in_process_or_on_ray() -> None:
     local = create_backend(Spec.parse("sim/umm?skill=0.5"))
     placed = create_backend(Spec.parse("sim/umm?skill=0.5&placement=ray&replicas=2&cpus=0.5"))
@@ -80,7 +93,9 @@ def test_killed_replica_is_restarted_and_its_call_retryable() -> None:
         await pool.ensure_started()
         try:
             before = await pool.respond(["hello"], seed=1)
-            ray.kill(pool._actors[0])
+            dead = pool._actors[0]
+            ray.kill(dead)
+            wait_dead(dead)  # ray.kill returns before the actor is gone
             with pytest.raises(BackendError) as died:
                 await pool.respond(["hello"], seed=1)
             assert died.value.retryable
@@ -106,3 +121,40 @@ def test_start_timeout_names_the_spec() -> None:
     pool._check_resources = lambda: None  # type: ignore[method-assign]  # let the unplaceable actor be asked for
     with pytest.raises(ConfigError, match="sim/umm.*did not start within 2s"):
         asyncio.run(pool.ensure_started())
+
+
+def test_a_replica_killed_mid_run_changes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+    import threading
+    import time
+
+    pools: list[RayPool] = []
+    original = RayPool._new_actor
+
+    def recording(self: RayPool) -> object:
+        if self not in pools:
+            pools.append(self)
+        return original(self)
+
+    monkeypatch.setattr(RayPool, "_new_actor", recording)
+    killed = threading.Event()
+
+    def kill_when_both_replicas_are_busy() -> None:
+        end = time.monotonic() + 120
+        while time.monotonic() < end:
+            pool = pools[0] if pools else None
+            if pool is not None and len(pool._busy) == 2 and all(pool._busy):
+                ray.kill(pool._actors[0])  # calls are in flight on it right now
+                killed.set()
+                return
+            time.sleep(0.005)
+
+    local = run("sim/umm", tmp_path, "local")
+    killer = threading.Thread(target=kill_when_both_replicas_are_busy, daemon=True)
+    killer.start()
+    placed = run("sim/umm?latency=0.05&placement=ray&replicas=2&cpus=0.5", tmp_path, "killed", "--ray", "auto")
+    killer.join()
+    assert killed.is_set() and pools[0]._restarts == 1  # the kill landed during the run, and was recovered
+    assert placed == local
+    summary = json.loads((tmp_path / "killed" / "summary.json").read_text())
+    assert summary["counts"]["failed"] == 0 and summary["counts"]["blocked"] == 0
