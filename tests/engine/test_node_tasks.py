@@ -2,10 +2,25 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 import anyio
 import pytest
 
 from umni.tasks import NodeTasks
+
+
+def sleeper(cancelled: list[str]) -> Callable[[], Awaitable[None]]:
+    """A task that would sleep for 30 s and notes in `cancelled` that it was cancelled instead."""
+
+    async def slow() -> None:
+        try:
+            await anyio.sleep(30)
+        except BaseException:
+            cancelled.append("slow")
+            raise
+
+    return slow
 
 
 def test_a_normal_end_waits_for_every_task_and_the_tasks_they_start() -> None:
@@ -35,13 +50,7 @@ def test_a_normal_end_waits_for_every_task_and_the_tasks_they_start() -> None:
 
 def test_the_first_error_cancels_the_other_tasks_and_is_raised() -> None:
     cancelled: list[str] = []
-
-    async def slow() -> None:
-        try:
-            await anyio.sleep(30)
-        except BaseException:
-            cancelled.append("slow")
-            raise
+    slow = sleeper(cancelled)
 
     async def broken() -> None:
         await anyio.sleep(0.01)
@@ -67,13 +76,7 @@ def test_the_first_error_cancels_the_other_tasks_and_is_raised() -> None:
 
 def test_an_error_in_the_body_cancels_the_tasks_already_started() -> None:
     cancelled: list[str] = []
-
-    async def slow() -> None:
-        try:
-            await anyio.sleep(30)
-        except BaseException:
-            cancelled.append("slow")
-            raise
+    slow = sleeper(cancelled)
 
     async def main() -> None:
         tasks = NodeTasks()
@@ -93,13 +96,7 @@ def test_an_error_in_the_body_cancels_the_tasks_already_started() -> None:
 
 def test_cancelling_the_run_from_outside_leaves_no_task_running() -> None:
     cancelled: list[str] = []
-
-    async def slow() -> None:
-        try:
-            await anyio.sleep(30)
-        except BaseException:
-            cancelled.append("slow")
-            raise
+    slow = sleeper(cancelled)
 
     async def main() -> None:
         tasks = NodeTasks()
