@@ -17,6 +17,23 @@ Re-running a sweep file resumes every run; adding a model runs only the new work
     cases: {umnibench: path/to/cases.jsonl}
     limit: 10
     concurrency: 4
+
+Models and role bindings can be placed on Ray (issue 14) in a ``placement:`` section keyed by the
+spec exactly as written under ``models:`` or as a value under ``roles:``; a role binding's spec is
+placed on its own, so a judge can have other replicas than the model it judges:
+
+    ray: auto                     # the cluster ('auto': join a running one or start a local one)
+    models: [sim/umm, "diffusers/tiny?steps=2"]
+    roles: [{}, {judge: "sim/umm?skill=0.5"}]
+    placement:
+      sim/umm: {replicas: 2, cpus: 0.5}
+      "diffusers/tiny?steps=2": {replicas: 4, gpus: 1, start_timeout: 600, max_restarts: 2}
+      "sim/umm?skill=0.5": {replicas: 1}
+
+An entry becomes the spec parameters ``placement=ray&replicas=…`` (the same ones `umni run` takes),
+which say where a backend runs and never what it answers: run directories, identities and cache keys
+are those of the unplaced sweep, so adding or changing placement resumes the same runs from the
+same cache. A ``placement:`` section without ``ray:`` uses ``ray: auto``.
 """
 
 from __future__ import annotations
@@ -36,9 +53,27 @@ from .config import RunConfig, build_config
 from .errors import InputError, InputErrors, StorageError, UmniError
 from .evaluation import RunResult, default_cache_dir, evaluate_async, prepare
 from .leaderboard import build_tables, write_leaderboard
+from .placement import PLACEMENT_PARAMS
 from .runner import LanePool
+from .spec import Spec
 from .storage import exclusive_folder
 from .store import Cache
+
+
+class Placement(BaseModel):
+    """Where one spec's backend runs: a pool of Ray actors (the spec parameters of `umni.placement`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    replicas: int = Field(1, ge=1)
+    gpus: float | None = Field(None, ge=0)
+    cpus: float | None = Field(None, ge=0)
+    start_timeout: float | None = Field(None, gt=0)
+    max_restarts: int | None = Field(None, ge=0)
+
+    def params(self) -> tuple[tuple[str, str], ...]:
+        given = self.model_dump(exclude_none=True)
+        return (("placement", "ray"), *((k, f"{v:g}" if isinstance(v, float) else str(v)) for k, v in given.items()))
 
 
 class SweepFile(BaseModel):
@@ -59,6 +94,8 @@ class SweepFile(BaseModel):
     concurrency: int | None = None
     #: Ray cluster for models whose spec says placement=ray ('auto' or an address), as `umni run --ray`
     ray: str | None = None
+    #: Ray placement of a model or role binding, keyed by its spec as written in `models:` / `roles:`
+    placement: dict[str, Placement] = Field(default_factory=dict)
     #: retry settings of every run (as `umni run --max-attempts/--retry-budget/--call-timeout`)
     max_attempts: int | None = None
     retry_budget: float | None = None
@@ -83,7 +120,42 @@ def load_sweep(path: Path) -> SweepFile:
     sweep.cases = {k: (v if v.is_absolute() else base / v) for k, v in sweep.cases.items()}
     if sweep.out is None:
         sweep.out = Path("runs") / f"sweep-{sweep.name or path.stem}"
+    _check_placement(sweep, path)
     return sweep
+
+
+def _check_placement(sweep: SweepFile, path: Path) -> None:
+    """Every placed spec is one the sweep uses and places nowhere else; placement implies Ray."""
+    if not sweep.placement:
+        return
+    written = {m for m in sweep.models if m is not None} | {s for roles in sweep.roles for s in roles.values()}
+    for text in sweep.placement:
+        field = f"placement.{text}"
+        if text not in written:
+            raise InputError(
+                f"no model or role binding of this sweep is spelt '{text}'; key placement by a spec exactly as "
+                f"written under models: or roles: ({', '.join(sorted(written)) or 'none given'})",
+                path=path,
+                field=field,
+            )
+        placed = PLACEMENT_PARAMS & set(Spec.parse(text).options)
+        if placed:
+            raise InputError(
+                f"'{text}' already sets {', '.join(sorted(placed))} in the spec; place it either there or here",
+                path=path,
+                field=field,
+            )
+    if sweep.ray is None:
+        sweep.ray = "auto"
+
+
+def placed(sweep: SweepFile, text: str) -> str:
+    """The spec a run uses for `text`: with the sweep's placement parameters, when it has any."""
+    where = sweep.placement.get(text)
+    if where is None:
+        return text
+    spec = Spec.parse(text)
+    return str(Spec(provider=spec.provider, name=spec.name, params=tuple(sorted((*spec.params, *where.params())))))
 
 
 def expand(sweep: SweepFile) -> list[RunConfig]:
@@ -103,8 +175,8 @@ def expand(sweep: SweepFile) -> list[RunConfig]:
             "protocol": protocol,
             "out": sweep.out / protocol / label,
             "cases": sweep.cases.get(protocol),
-            "model": model,
-            "roles": [f"{r}={s}" for r, s in sorted(roles.items())] or None,
+            "model": None if model is None else placed(sweep, model),
+            "roles": [f"{r}={placed(sweep, s)}" for r, s in sorted(roles.items())] or None,
             "cache": sweep.cache,
             "blobs": sweep.blobs,
             "limit": sweep.limit,

@@ -158,3 +158,35 @@ def test_a_replica_killed_mid_run_changes_nothing(tmp_path: Path, monkeypatch: p
     assert placed == local
     summary = json.loads((tmp_path / "killed" / "summary.json").read_text())
     assert summary["counts"]["failed"] == 0 and summary["counts"]["blocked"] == 0
+
+
+def test_a_sweep_placement_section_keeps_runs_and_cache(tmp_path: Path) -> None:
+    """The same sweep with and without `placement:` makes the same run directories and results,
+    and the placed one finds all its work in the unplaced one's cache."""
+    import json
+
+    def sweep(name: str, placement: str) -> dict[str, bytes]:
+        path = tmp_path / f"{name}.yaml"
+        path.write_text(
+            "protocols: [umnibench]\n"
+            'models: ["sim/umm", "sim/umm?skill=0.5"]\n'
+            'roles: [{}, {judge: "sim/umm?skill=0.7"}]\n'
+            "limit: 3\n"
+            f"out: {tmp_path / name}\n"
+            f"cache: {tmp_path / 'cache'}\n" + placement
+        )
+        assert main(["sweep", str(path)]) == 0
+        found = {p.parent.relative_to(tmp_path / name).as_posix(): p.read_bytes() for p in (tmp_path / name).glob("*/*/results.jsonl")}
+        assert len(found) == 4
+        return found
+
+    plain = sweep("plain", "")
+    placed = sweep("placed", 'placement:\n  sim/umm: {replicas: 2, cpus: 0.25}\n  "sim/umm?skill=0.7": {cpus: 0.25}\n')
+    assert placed == plain  # same run directories (keyed by the spec as written), same bytes
+    for run_dir in (tmp_path / "placed").glob("umnibench/*"):
+        manifest = json.loads((run_dir / "run.json").read_text())
+        summary = json.loads((run_dir / "summary.json").read_text())
+        assert manifest["config"]["ray"] == "auto"  # placement without ray: joins or starts one
+        assert summary["counts"]["computed"] == 0 and summary["counts"]["cached"] == summary["counts"]["nodes"]
+    placed_bindings = [json.loads((d / "run.json").read_text())["config"] for d in (tmp_path / "placed").glob("umnibench/*")]
+    assert any("placement=ray" in json.dumps(c) and "replicas=2" in json.dumps(c) for c in placed_bindings)
