@@ -190,3 +190,27 @@ def test_a_sweep_placement_section_keeps_runs_and_cache(tmp_path: Path) -> None:
         assert summary["counts"]["computed"] == 0 and summary["counts"]["cached"] == summary["counts"]["nodes"]
     placed_bindings = [json.loads((d / "run.json").read_text())["config"] for d in (tmp_path / "placed").glob("umnibench/*")]
     assert any("placement=ray" in json.dumps(c) and "replicas=2" in json.dumps(c) for c in placed_bindings)
+
+
+@pytest.mark.parametrize(
+    ("first", "then"),
+    [("sim/umm", "sim/umm?placement=ray&replicas=2&cpus=0.5"), ("sim/umm?placement=ray&cpus=0.5", "sim/umm")],
+    ids=["in-process-then-ray", "ray-then-in-process"],
+)
+def test_resuming_with_the_model_placed_elsewhere_reuses_the_finished_work(tmp_path: Path, first: str, then: str) -> None:
+    import json
+
+    def go(model: str, limit: str, cache: str) -> dict[str, int]:
+        args = ["run", "umnibench", "--model", model, "--limit", limit, "--out", str(tmp_path / "run")]
+        args += ["--cache", str(tmp_path / cache), "--quiet", "--ray", "auto"]
+        assert main(args) == 0
+        return json.loads((tmp_path / "run" / "summary.json").read_text())["this_invocation"]["calls"]
+
+    before = go(first, "2", "cache-a")
+    # a fresh cache: only the run directory's finished cases can be reused
+    resumed = go(then, "4", "cache-b")
+    whole = run("sim/umm", tmp_path, "whole")
+    whole_calls = json.loads((tmp_path / "whole" / "summary.json").read_text())["this_invocation"]["calls"]
+    assert (tmp_path / "run" / "results.jsonl").read_bytes() == whole
+    assert 0 < sum(resumed.values()) < sum(whole_calls.values())  # the first two cases were not done again
+    assert {r: before.get(r, 0) + resumed.get(r, 0) for r in whole_calls} == whole_calls
