@@ -166,6 +166,8 @@ def _rows(result: dict[str, Any]) -> list[tuple[str, str, str, str]]:
         return [
             ("per call in process / through Ray", f"{result['in_process_us_per_call']:.0f} µs / {result['ray_us_per_call']:.0f} µs", "", ""),
             ("Ray over in process", f"{result['ray_over_in_process']:.1f}×", "", ""),
+            ("512px edit in process / through Ray (PNG both ways)",
+             f"{result['edit_512px_in_process_us_per_call']:.0f} µs / {result['edit_512px_ray_us_per_call']:.0f} µs", "", ""),
         ]
     return [("result", json.dumps(result)[:80], "", "")]
 
