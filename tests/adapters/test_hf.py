@@ -193,17 +193,7 @@ def test_local_revision_tracks_config_and_weight_files(tmp_path):
 
 
 # --------------------------------------------------------------------------------------------------
-# tiny models, each built once for this file
-
-
-@pytest.fixture(scope="module")
-def janus_dir(tmp_path_factory):
-    return tiny.build_janus(tmp_path_factory.mktemp("janus"))
-
-
-@pytest.fixture(scope="module")
-def vlm_dir(tmp_path_factory):
-    return tiny.build_idefics3(tmp_path_factory.mktemp("idefics3"))
+# tiny models, each built once for this file (janus_dir and vlm_dir: tests/adapters/conftest.py)
 
 
 @pytest.fixture(scope="module")

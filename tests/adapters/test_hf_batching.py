@@ -11,7 +11,6 @@ import pytest
 import torch
 from PIL import Image
 
-from tests.adapters import tiny_hf as tiny
 from umni.errors import ConfigError
 from umni.spec import Spec
 from umni_adapters import hf_vlm
@@ -19,16 +18,6 @@ from umni_adapters.hf import HFBackend
 
 #: Prompts of different token lengths, so a batch needs padding (text) or several length groups (images).
 PROMPTS = ["a red cube", "a blue ball on the left of a red cube", "count how many objects are in the image", "yes"]
-
-
-@pytest.fixture(scope="module")
-def janus_dir(tmp_path_factory):
-    return tiny.build_janus(tmp_path_factory.mktemp("janus"))
-
-
-@pytest.fixture(scope="module")
-def vlm_dir(tmp_path_factory):
-    return tiny.build_idefics3(tmp_path_factory.mktemp("idefics3"))
 
 
 def backend(folder: Path, **params: str) -> HFBackend:
