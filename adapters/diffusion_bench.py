@@ -19,8 +19,8 @@ import anyio
 import numpy as np
 from PIL import Image
 
-from umni.roles import GENERATE
-from umni.spec import Spec
+from umni.backends.roles import GENERATE
+from umni.util.spec import Spec
 
 from .diffusion import DiffusersBackend
 

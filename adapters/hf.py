@@ -38,9 +38,8 @@ import numpy as np
 from PIL import Image
 from pydantic import NonNegativeFloat, PositiveInt
 
-from umni.backends import Backend, BackendParams
-from umni.errors import ConfigError
-from umni.roles import (
+from umni.backends.contract import Backend, BackendParams
+from umni.backends.roles import (
     DETECT,
     EMBED,
     GENERATE,
@@ -52,7 +51,8 @@ from umni.roles import (
     Part,
     TextReply,
 )
-from umni.spec import Spec
+from umni.util.errors import ConfigError
+from umni.util.spec import Spec
 
 from . import hf_loading
 from .batching import MicroBatcher

@@ -15,8 +15,8 @@ from typing import Any
 
 from PIL import Image
 
-from umni.errors import ConfigError
-from umni.roles import Part, Usage
+from umni.backends.roles import Part, Usage
+from umni.util.errors import ConfigError
 
 from .hf_loading import LoadedModel
 from .hf_vlm import chat_messages

@@ -11,9 +11,9 @@ import math
 import re
 from collections.abc import Sequence
 
-from umni.choices import parse_choice  # the one multiple-choice reading, shared with every backend
-from umni.errors import ParseFailure
-from umni.roles import Detection, option_letter
+from umni.backends.roles import Detection, option_letter
+from umni.util.choices import parse_choice  # the one multiple-choice reading, shared with every backend
+from umni.util.errors import ParseFailure
 
 __all__ = ["ABSOLUTE_PIXEL_FAMILIES", "GRID", "choice_prompt", "grounding_prompt", "parse_choice", "parse_grounding"]
 

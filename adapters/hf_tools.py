@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import numpy as np
 from PIL import Image
 
-from umni.roles import Detection
+from umni.backends.roles import Detection
 
 from .hf_loading import LoadedModel
 

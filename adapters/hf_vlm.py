@@ -13,8 +13,8 @@ from typing import Any
 
 from PIL import Image
 
-from umni.errors import BackendError
-from umni.roles import ChoiceReply, Detection, Part, Usage, option_letter
+from umni.backends.roles import ChoiceReply, Detection, Part, Usage, option_letter
+from umni.util.errors import BackendError
 
 from .hf_loading import LoadedModel
 from .hf_parsing import ABSOLUTE_PIXEL_FAMILIES, GRID, choice_prompt, grounding_prompt, parse_choice, parse_grounding

@@ -72,10 +72,8 @@ import httpx
 from PIL import Image
 from pydantic import Field, Json, PositiveFloat, PositiveInt, field_validator
 
-from umni.backends import Backend, BackendParams
-from umni.choices import parse_choice
-from umni.errors import BackendError, ConfigError, Refusal
-from umni.roles import (
+from umni.backends.contract import Backend, BackendParams
+from umni.backends.roles import (
     MODEL_ROLES,
     ChoiceReply,
     ImageReply,
@@ -85,8 +83,10 @@ from umni.roles import (
     Usage,
     option_letter,
 )
-from umni.secrets import mask, register_secret, scrub, truncate
-from umni.spec import Spec
+from umni.util.choices import parse_choice
+from umni.util.errors import BackendError, ConfigError, Refusal
+from umni.util.secrets import mask, register_secret, scrub, truncate
+from umni.util.spec import Spec
 
 from .endpoints import DEFAULT_COOL_OFF_S, Endpoint, Fleet, FleetDown
 from .http_limits import (

@@ -20,10 +20,10 @@ import numpy as np
 from PIL import Image
 from pydantic import Field
 
-from umni.backends import Backend, BackendParams
-from umni.errors import BackendError, ConfigError
-from umni.roles import OCR, OcrLine
-from umni.spec import Spec
+from umni.backends.contract import Backend, BackendParams
+from umni.backends.roles import OCR, OcrLine
+from umni.util.errors import BackendError, ConfigError
+from umni.util.spec import Spec
 
 MODELS = ("ppocr",)
 DEFAULT_MIN_CONFIDENCE = 0.5

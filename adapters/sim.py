@@ -42,9 +42,8 @@ import anyio
 from PIL import Image
 from pydantic import Field
 
-from umni.backends import Backend, BackendParams
-from umni.errors import BackendError, ConfigError
-from umni.roles import (
+from umni.backends.contract import Backend, BackendParams
+from umni.backends.roles import (
     EDIT,
     GENERATE,
     JUDGE,
@@ -55,7 +54,8 @@ from umni.roles import (
     TextReply,
     Usage,
 )
-from umni.spec import Spec
+from umni.util.errors import BackendError, ConfigError
+from umni.util.spec import Spec
 
 from .sim_edits import apply_text
 from .sim_phrases import noun_phrases

@@ -75,7 +75,7 @@ def _best_of(repeats: int, work: Callable[[], Any]) -> tuple[Any, float]:
 def _measure(folder: Path, n: int, batch_size: int) -> dict[str, Any]:
     import anyio
 
-    from umni.spec import Spec
+    from umni.util.spec import Spec
     from umni_adapters.hf import HFBackend
 
     backend = HFBackend(Spec.parse(f"hf/{folder}?batch_size={batch_size}"))

@@ -24,14 +24,14 @@ from typing import Any, ClassVar
 
 import anyio
 
-from umni.backends import Backend
-from umni.bindings import Bindings
-from umni.events import EventLog
-from umni.graph import Graph
-from umni.roles import UNDERSTAND, Part, TextReply, Usage
-from umni.runner import CaseJob, Runner
-from umni.spec import Spec
-from umni.store import Cache
+from umni.backends.bindings import Bindings
+from umni.backends.contract import Backend
+from umni.backends.roles import UNDERSTAND, Part, TextReply, Usage
+from umni.engine.runner import CaseJob, Runner
+from umni.graph.graph import Graph
+from umni.store.cache import Cache
+from umni.util.events import EventLog
+from umni.util.spec import Spec
 
 #: umni's wall time within this factor of the ideal bound (the engine's scheduling target)
 IDEAL_TARGET = 1.15

@@ -26,10 +26,10 @@ from typing import Any
 
 import anyio
 
-from umni.evaluation import RunRequest, evaluate
-from umni.graph import Graph
-from umni.protocol import get_protocol
-from umni.spec import Spec
+from umni.graph.graph import Graph
+from umni.protocols.protocol import get_protocol
+from umni.run.evaluation import RunRequest, evaluate
+from umni.util.spec import Spec
 
 from .cases import write_cases
 from .stub_server import stub_server

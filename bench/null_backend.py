@@ -11,9 +11,9 @@ from typing import ClassVar
 import numpy as np
 from PIL import Image
 
-from umni.backends import Backend
-from umni.roles import EDIT, GENERATE, JUDGE, UNDERSTAND, ChoiceReply, ImageReply, Part, TextReply, Usage
-from umni.spec import Spec
+from umni.backends.contract import Backend
+from umni.backends.roles import EDIT, GENERATE, JUDGE, UNDERSTAND, ChoiceReply, ImageReply, Part, TextReply, Usage
+from umni.util.spec import Spec
 
 
 class NullBackend(Backend):

@@ -20,11 +20,11 @@ from typing import Any
 
 import anyio
 
-from umni.bindings import Bindings
-from umni.events import EventLog
-from umni.graph import Graph
-from umni.runner import CaseJob, Runner
-from umni.store import Cache
+from umni.backends.bindings import Bindings
+from umni.engine.runner import CaseJob, Runner
+from umni.graph.graph import Graph
+from umni.store.cache import Cache
+from umni.util.events import EventLog
 
 from .null_backend import NullBackend
 

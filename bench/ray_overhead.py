@@ -17,7 +17,7 @@ from typing import Any
 from PIL import Image
 
 from umni.backends import Backend, create_backend
-from umni.spec import Spec
+from umni.util.spec import Spec
 
 
 def _respond(backend: Any, i: int) -> Any:

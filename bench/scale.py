@@ -43,7 +43,7 @@ def _peak_rss_bytes() -> int:
 
 
 def child(cases_file: Path, workdir: Path) -> dict[str, Any]:
-    from umni.evaluation import RunRequest, evaluate
+    from umni.run.evaluation import RunRequest, evaluate
 
     rss_before = _peak_rss_bytes()
     wall, cpu = time.perf_counter(), time.process_time()

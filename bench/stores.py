@@ -19,10 +19,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from umni.bindings import Bindings
-from umni.graph import Graph
-from umni.runner import CaseJob, Runner
-from umni.store import Cache
+from umni.backends.bindings import Bindings
+from umni.engine.runner import CaseJob, Runner
+from umni.graph.graph import Graph
+from umni.store.cache import Cache
 
 from .null_backend import NullBackend
 from .overhead import trivial_graph

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from umni.evaluation import RunRequest, evaluate
+from umni.run.evaluation import RunRequest, evaluate
 
 from .cases import write_cases
 

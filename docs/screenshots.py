@@ -46,8 +46,8 @@ def make_browser(width: int = 1400, height: int = 900):  # type: ignore[no-untyp
 
 def build_demo_runs(root: Path) -> Path:
     """Small runs of every protocol (sim/umm, shared cache) under `root`/runs; returns that folder."""
-    from umni.evaluation import RunRequest, evaluate
-    from umni.runner import RetryPolicy
+    from umni.run.evaluation import RunRequest, evaluate
+    from umni.util.policy import RetryPolicy
 
     runs, cache = root / "runs", root / "cache"
     plans = [
@@ -71,7 +71,7 @@ def build_demo_runs(root: Path) -> Path:
 
 def serve_in_thread(paths: list[Path]):  # type: ignore[no-untyped-def]
     """A viewer server on a free port, serving from a daemon thread; returns (server, base URL)."""
-    from umni.viewer import make_server
+    from umni.reporting.viewer import make_server
 
     server = make_server(paths)
     threading.Thread(target=server.serve_forever, daemon=True).start()

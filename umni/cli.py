@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
-from .errors import InputError, UmniError
-from .secrets import scrub
+from umni.util.errors import InputError, UmniError
+from umni.util.secrets import scrub
 
 EXIT_OK, EXIT_INCOMPLETE, EXIT_INPUT = 0, 1, 2
 #: the run completed, but more nodes failed than --fail-on-error allows
@@ -116,7 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _default_out(request: Any, protocol: Any, options: Any, case_set: Any, bindings: Any) -> Path:
-    from .artifacts import fingerprint
+    from umni.store.artifacts import fingerprint
 
     tag = fingerprint([protocol.name, str(case_set.path.resolve()), bindings.identities(), options.model_dump(mode="json"), request.seed])
     return Path("runs") / f"{protocol.name}-{tag[:10]}"
@@ -124,7 +124,7 @@ def _default_out(request: Any, protocol: Any, options: Any, case_set: Any, bindi
 
 def run_config_from_args(args: argparse.Namespace) -> Any:
     """The RunConfig of `umni run`: only the options the user gave are set (run.json keeps those)."""
-    from .config import build_config
+    from umni.run.config import build_config
 
     given = {
         "protocol": args.protocol,
@@ -154,7 +154,7 @@ def run_config_from_args(args: argparse.Namespace) -> Any:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from .evaluation import evaluate, prepare
+    from umni.run.evaluation import evaluate, prepare
 
     request = run_config_from_args(args)
     if request.model is None and not request.roles:
@@ -178,13 +178,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(summary["extended"])
     scores = summary["scores"]
     if "overall" in scores:
-        from .leaderboard import run_coverage
-        from .report import format_cell
+        from umni.reporting.format import format_cell
+        from umni.reporting.leaderboard import run_coverage
 
         cell, _ = run_coverage(summary)
         mark = "*  (* computed on incomplete coverage)" if cell.incomplete else ""
         print(f"overall: {format_cell(scores['overall'])} ({cell.answered}/{cell.total} nodes answered){mark}")
-    from .leaderboard import coverage_line
+    from umni.reporting.leaderboard import coverage_line
 
     print(coverage_line(summary))
     print(f"summary: {result.out / 'summary.json'}")
@@ -195,7 +195,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _failure_exit(summary: dict[str, Any], threshold: float | None) -> int:
     """EXIT_FAILURES when the share of failed or blocked nodes exceeds `threshold` (None: never)."""
-    from .leaderboard import failure_share
+    from umni.reporting.leaderboard import failure_share
 
     if threshold is None:
         return EXIT_OK
@@ -207,7 +207,7 @@ def _failure_exit(summary: dict[str, Any], threshold: float | None) -> int:
 
 
 def _print_run(summary: dict[str, Any], out: Path) -> None:
-    from .leaderboard import coverage_line
+    from umni.reporting.leaderboard import coverage_line
 
     counts = summary["counts"]
     print(f"  {out}: {counts['cases']} cases, {counts['computed']} computed, {counts['cached']} cached, calls {summary['calls']}")
@@ -215,7 +215,7 @@ def _print_run(summary: dict[str, Any], out: Path) -> None:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from .sweep import run_sweep
+    from umni.run.sweep import run_sweep
 
     out, results = run_sweep(args.file)
     for result in results:
@@ -226,7 +226,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:
-    from .leaderboard import build_tables, find_runs, write_leaderboard
+    from umni.reporting.leaderboard import build_tables, find_runs, write_leaderboard
 
     tables = build_tables(find_runs(args.dirs))
     if args.out:
@@ -238,8 +238,8 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
 
 
 def cmd_rejudge(args: argparse.Namespace) -> int:
-    from .rejudge import rejudge
-    from .spec import parse_role_binding
+    from umni.run.rejudge import rejudge
+    from umni.util.spec import parse_role_binding
 
     role, spec = parse_role_binding(args.role)
     if role != "judge":
@@ -252,13 +252,13 @@ def cmd_rejudge(args: argparse.Namespace) -> int:
 
 
 def cmd_agree(args: argparse.Namespace) -> int:
-    from .agreement import compare, compare_human, read_human, run_judgements
+    from umni.reporting.agreement import compare, compare_human, read_human, run_judgements
 
     if args.human:
         if len(args.runs) != 1:
             raise InputError("with --human, give exactly one run")
         _, items = run_judgements(args.runs[0])
-        from .agreement import parse_scale
+        from umni.reporting.agreement import parse_scale
 
         scale = parse_scale(args.human_scale) if args.human_scale else None
         result = compare_human(items, read_human(args.human), args.plot or args.runs[0] / "agreement.png", human_scale=scale)
@@ -278,8 +278,8 @@ def cmd_agree(args: argparse.Namespace) -> int:
 
 
 def cmd_protocols(args: argparse.Namespace) -> int:
-    from .protocol import get_protocol, known_protocols
-    from .runs import option_lines
+    from umni.protocols.protocol import get_protocol, known_protocols
+    from umni.reporting.runs import option_lines
 
     for name in known_protocols():
         try:
@@ -295,33 +295,33 @@ def cmd_protocols(args: argparse.Namespace) -> int:
 
 
 def cmd_view(args: argparse.Namespace) -> int:
-    from .viewer import serve
+    from umni.reporting.viewer import serve
 
     serve(args.dirs or [Path("runs")], port=args.port, open_browser=args.open)
     return EXIT_OK
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
-    from .runs import find_run_dirs, format_runs
+    from umni.reporting.runs import find_run_dirs, format_runs
 
     print(format_runs(find_run_dirs(args.dirs or [Path("runs")])))
     return EXIT_OK
 
 
 def _version() -> str:
-    from . import __version__
+    from umni.util.version import __version__
 
     return __version__
 
 
 def cmd_backends(args: argparse.Namespace) -> int:
-    from .backends import backend_class, known_providers
+    from umni.backends.contract import backend_class, known_providers
 
     for provider in known_providers():
         try:
             cls = backend_class(provider)
         except ModuleNotFoundError as exc:
-            from .extras import describe_missing
+            from umni.util.extras import describe_missing
 
             print(f"{provider:<10} (unavailable: {describe_missing(exc)})")
             continue
@@ -334,7 +334,7 @@ def cmd_backends(args: argparse.Namespace) -> int:
 
 
 def cmd_cases(args: argparse.Namespace) -> int:
-    from .protocol import get_protocol
+    from umni.protocols.protocol import get_protocol
 
     protocol = get_protocol(args.protocol)
     if args.cases_command == "schema":
@@ -354,7 +354,7 @@ def cmd_cases(args: argparse.Namespace) -> int:
 
 def _check_case_images(protocol: Any, case_set: Any, options: Any) -> None:
     """Decode the header of every image the cases reference (size limit included); exit 2 on any."""
-    from .caseio import case_image_problems, raise_if_any
+    from umni.protocols.caseio import case_image_problems, raise_if_any
 
     raise_if_any(case_image_problems(protocol.build(case, options) for case in case_set.cases))
 
@@ -381,7 +381,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"umni: error: {scrub(exc.describe())}", file=sys.stderr)  # a spec's base_url password, say
         return EXIT_INPUT
     except ModuleNotFoundError as exc:  # an optional dependency: name the extra that brings it
-        from .extras import describe_missing
+        from umni.util.extras import describe_missing
 
         print(f"umni: error: {describe_missing(exc)}", file=sys.stderr)
         return EXIT_INPUT

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Generic, Literal, TypeVar
 
-from umni.errors import ParseFailure
+from umni.util.errors import ParseFailure
 
 from .cases import AegisCase
 

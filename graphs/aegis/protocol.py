@@ -35,12 +35,12 @@ from typing import Any, Literal, NotRequired, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from umni.artifacts import check_image_file, encode_png, fingerprint
-from umni.errors import InputError
-from umni.graph import Graph, ImageFile, PromptPart, Ref
-from umni.outcomes import Outcome
-from umni.protocol import CaseSet, Note, Protocol, Skipped, View, node_status
-from umni.roles import EDIT, GENERATE, JUDGE, ROLE_INTERFACE, UNDERSTAND, Understander
+from umni.backends.roles import EDIT, GENERATE, JUDGE, ROLE_INTERFACE, UNDERSTAND, Understander
+from umni.graph.graph import Graph, ImageFile, PromptPart, Ref
+from umni.graph.outcomes import Outcome
+from umni.protocols.protocol import CaseSet, Note, Protocol, Skipped, View, node_status
+from umni.store.artifacts import check_image_file, encode_png, fingerprint
+from umni.util.errors import InputError
 
 from . import prompts as P
 from . import scoring

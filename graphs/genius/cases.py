@@ -35,8 +35,8 @@ from pydantic import (
     model_validator,
 )
 
-from umni.caseio import confined_path, read_json_records
-from umni.errors import InputError, InputErrors
+from umni.protocols.caseio import confined_path, read_json_records
+from umni.util.errors import InputError, InputErrors
 
 DIMENSIONS = ("implicit_pattern", "symbolic_constraint", "visual_constraint", "prior_conflicting", "multi_semantic")
 #: Dimensions whose records carry no vc_hint, hence no Visual Consistency score.

@@ -47,9 +47,9 @@ from typing import Any
 
 from PIL import Image
 
-from umni.artifacts import check_image_file
-from umni.graph import Graph, ImageFile, PromptPart, Ref
-from umni.roles import CRITIC, UNDERSTAND
+from umni.backends.roles import CRITIC, UNDERSTAND
+from umni.graph.graph import Graph, ImageFile, PromptPart, Ref
+from umni.store.artifacts import check_image_file
 
 from . import prompts as P
 from . import scoring

@@ -17,10 +17,10 @@ from typing import Any
 
 from pydantic import BaseModel, TypeAdapter
 
-from umni.graph import Graph
-from umni.outcomes import Outcome
-from umni.protocol import CaseSet, Protocol, View
-from umni.roles import GENERATE, JUDGE
+from umni.backends.roles import GENERATE, JUDGE
+from umni.graph.graph import Graph
+from umni.graph.outcomes import Outcome
+from umni.protocols.protocol import CaseSet, Protocol, View
 
 from .cases import GeniusRecord
 from .graph import GeniusHandles, build_case_graph

@@ -18,10 +18,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypedDict
 
-from umni.errors import InputError
-from umni.graph import Ref
-from umni.outcomes import Outcome
-from umni.protocol import node_status
+from umni.graph.graph import Ref
+from umni.graph.outcomes import Outcome
+from umni.protocols.protocol import node_status
+from umni.util.errors import InputError
 
 from . import prompts as P
 from . import scoring

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from umni.protocol import View
-from umni.roles import GENERATE, option_letter
+from umni.backends.roles import GENERATE, option_letter
+from umni.protocols.protocol import View
 
 from .cases import DIMENSIONS, DIMENSIONS_WITHOUT_VC
 

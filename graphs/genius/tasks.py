@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from umni.errors import InputError
-from umni.protocol import CaseSet, Skipped
+from umni.protocols.protocol import CaseSet, Skipped
+from umni.util.errors import InputError
 
 from .cases import DATA_FILE, GeniusCase, load_dataset
 from .prompts import probe_choices

@@ -38,11 +38,11 @@ import numpy as np
 from PIL import Image
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from umni.errors import InputError
-from umni.graph import Graph, ImageFile, Ref
-from umni.outcomes import Outcome, first_failure
-from umni.protocol import CaseSet, Note, Protocol, Skipped, View, node_status
-from umni.roles import DETECT, EDIT, EMBED, GENERATE, OCR, UNDERSTAND
+from umni.backends.roles import DETECT, EDIT, EMBED, GENERATE, OCR, UNDERSTAND
+from umni.graph.graph import Graph, ImageFile, Ref
+from umni.graph.outcomes import Outcome, first_failure
+from umni.protocols.protocol import CaseSet, Note, Protocol, Skipped, View, node_status
+from umni.util.errors import InputError
 
 from . import scoring
 from .cases import (

@@ -18,7 +18,7 @@ import numpy as np
 from PIL import Image
 from scipy import linalg
 
-from umni.roles import Detection, OcrLine
+from umni.backends.roles import Detection, OcrLine
 
 from .metrics import (
     count_labels,

@@ -14,11 +14,11 @@ from typing import Any, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict
 
-from umni.caseio import read_jsonl
-from umni.graph import Graph, Ref
-from umni.outcomes import Outcome, failure_kind, ok_output, record_status
-from umni.protocol import CaseSet, Protocol, View, node_status
-from umni.roles import EDIT, GENERATE, UNDERSTAND, option_letter
+from umni.backends.roles import EDIT, GENERATE, UNDERSTAND, option_letter
+from umni.graph.graph import Graph, Ref
+from umni.graph.outcomes import Outcome, failure_kind, ok_output, record_status
+from umni.protocols.caseio import read_jsonl
+from umni.protocols.protocol import CaseSet, Protocol, View, node_status
 
 from . import scoring
 from .cases import STAGE_QUESTIONS, STAGES, UmniCase

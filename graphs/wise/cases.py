@@ -27,8 +27,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
-from umni.caseio import read_json_records
-from umni.errors import InputError, InputErrors
+from umni.protocols.caseio import read_json_records
+from umni.util.errors import InputError, InputErrors
 
 Variant = Literal["legacy", "verified"]
 VARIANTS: tuple[Variant, ...] = ("legacy", "verified")

@@ -33,11 +33,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
-from umni.errors import InputError
-from umni.graph import Graph, Ref
-from umni.outcomes import Outcome
-from umni.protocol import CaseSet, Note, Protocol, View, node_status
-from umni.roles import GENERATE, JUDGE
+from umni.backends.roles import GENERATE, JUDGE
+from umni.graph.graph import Graph, Ref
+from umni.graph.outcomes import Outcome
+from umni.protocols.protocol import CaseSet, Note, Protocol, View, node_status
+from umni.util.errors import InputError
 
 from . import prompts as P
 from . import scoring as S

@@ -18,7 +18,7 @@ import pytest
 from PIL import Image
 
 from tests.adapters.tiny_diffusers import build_tiny_flux2_klein, png, started
-from umni.roles import EDIT, GENERATE
+from umni.backends.roles import EDIT, GENERATE
 
 pytest.importorskip("diffusers")
 
@@ -46,10 +46,10 @@ def test_klein_fills_generate_and_edit_and_every_reference_image_counts(klein: P
 
 
 def test_klein_in_a_real_graph(klein: Path, tmp_path: Path) -> None:
-    from umni.bindings import Bindings
-    from umni.graph import Graph, ImageFile
-    from umni.runner import Runner
-    from umni.store import Cache
+    from umni.backends.bindings import Bindings
+    from umni.engine.runner import Runner
+    from umni.graph.graph import Graph, ImageFile
+    from umni.store.cache import Cache
 
     reference = tmp_path / "reference.png"
     noise(5, 80, 64).save(reference)

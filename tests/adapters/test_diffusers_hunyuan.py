@@ -15,8 +15,8 @@ import anyio
 import pytest
 
 from tests.adapters.tiny_diffusers import build_tiny_hunyuan_image, png, started
-from umni.errors import ConfigError
-from umni.roles import GENERATE
+from umni.backends.roles import GENERATE
+from umni.util.errors import ConfigError
 
 pytest.importorskip("diffusers")
 
@@ -39,10 +39,10 @@ def test_hunyuan_image_draws_seeded_at_the_asked_size(hunyuan: Path) -> None:
 
 
 def test_hunyuan_image_in_a_real_graph(hunyuan: Path, tmp_path: Path) -> None:
-    from umni.bindings import Bindings
-    from umni.graph import Graph
-    from umni.runner import Runner
-    from umni.store import Cache
+    from umni.backends.bindings import Bindings
+    from umni.engine.runner import Runner
+    from umni.graph.graph import Graph
+    from umni.store.cache import Cache
 
     graph = Graph("hunyuan")
     drawn = graph.generate("draw", ["a red cube"])

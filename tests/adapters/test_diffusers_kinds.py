@@ -20,7 +20,7 @@ import pytest
 from PIL import Image
 
 from tests.adapters.tiny_diffusers import build_tiny_flux_kontext, started
-from umni.roles import EDIT, GENERATE
+from umni.backends.roles import EDIT, GENERATE
 
 diffusers = pytest.importorskip("diffusers")
 
@@ -84,10 +84,10 @@ def test_an_edit_the_grid_cannot_hold_is_resized_back_and_noted(kontext: Path) -
 
 
 def test_a_real_run_records_the_resize_note(kontext: Path, tmp_path: Path) -> None:
-    from umni.bindings import Bindings
-    from umni.graph import Graph, ImageFile
-    from umni.runner import Runner
-    from umni.store import Cache
+    from umni.backends.bindings import Bindings
+    from umni.engine.runner import Runner
+    from umni.graph.graph import Graph, ImageFile
+    from umni.store.cache import Cache
 
     source = tmp_path / "odd.png"
     Image.fromarray(np.random.default_rng(2).integers(0, 256, (33, 35, 3), dtype=np.uint8)).save(source)

@@ -17,8 +17,8 @@ import pytest
 from PIL import Image
 
 from umni.backends import create_backend, known_providers
-from umni.errors import ConfigError
-from umni.spec import Spec
+from umni.util.errors import ConfigError
+from umni.util.spec import Spec
 
 pytest.importorskip("torch")
 
@@ -59,10 +59,10 @@ def test_the_plugin_is_found_validates_its_spec_and_keeps_edit_sizes(installed: 
 
 
 def test_the_plugin_runs_in_a_real_graph(installed: Path, tmp_path: Path) -> None:
-    from umni.bindings import Bindings
-    from umni.graph import Graph
-    from umni.runner import Runner
-    from umni.store import Cache
+    from umni.backends.bindings import Bindings
+    from umni.engine.runner import Runner
+    from umni.graph.graph import Graph
+    from umni.store.cache import Cache
 
     spec = f"tinydraw/{installed}?size=32"
     graph = Graph("tinydraw")

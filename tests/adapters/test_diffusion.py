@@ -30,9 +30,9 @@ from tests.adapters.tiny_diffusers import (
     png,
     started,
 )
-from umni.errors import BackendError, ConfigError
-from umni.roles import EDIT, GENERATE, Editor, Generator
-from umni.spec import Spec
+from umni.backends.roles import EDIT, GENERATE, Editor, Generator
+from umni.util.errors import BackendError, ConfigError
+from umni.util.spec import Spec
 from umni_adapters.batching import MicroBatcher
 from umni_adapters.diffusion import DiffusersBackend, pipeline_kind
 
@@ -303,7 +303,7 @@ def test_identity_tracks_outputs_not_operations(models: dict[str, Path], tmp_pat
 
 
 def test_backend_is_registered_under_its_provider_name() -> None:
-    from umni.backends import backend_class, known_providers
+    from umni.backends.contract import backend_class, known_providers
 
     if "diffusers" not in known_providers():
         pytest.skip("entry points not installed yet (re-run pip install -e .)")

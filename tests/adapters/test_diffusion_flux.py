@@ -32,8 +32,8 @@ from tests.adapters.tiny_diffusers import (
     png,
     started,
 )
-from umni.errors import ConfigError
-from umni.roles import EDIT, GENERATE, Editor, Generator
+from umni.backends.roles import EDIT, GENERATE, Editor, Generator
+from umni.util.errors import ConfigError
 from umni_adapters.diffusion import DiffusersBackend
 
 pytest.importorskip("diffusers")

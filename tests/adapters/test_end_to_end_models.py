@@ -17,7 +17,7 @@ pytest.importorskip("diffusers")
 import tiny_diffusers  # noqa: E402
 import tiny_hf  # noqa: E402
 
-from umni.evaluation import RunRequest, evaluate  # noqa: E402
+from umni.run.evaluation import RunRequest, evaluate  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -15,9 +15,9 @@ import pytest
 from PIL import Image
 
 from tests.adapters import tiny_hf as tiny
-from umni.errors import ConfigError, ParseFailure
-from umni.roles import DETECT, EMBED, GENERATE, JUDGE, UNDERSTAND, ChoiceReply
-from umni.spec import Spec
+from umni.backends.roles import DETECT, EMBED, GENERATE, JUDGE, UNDERSTAND, ChoiceReply
+from umni.util.errors import ConfigError, ParseFailure
+from umni.util.spec import Spec
 from umni_adapters import hf_loading
 from umni_adapters.hf import HFBackend
 from umni_adapters.hf_parsing import parse_choice, parse_grounding

@@ -11,8 +11,8 @@ import pytest
 import torch
 from PIL import Image
 
-from umni.errors import ConfigError
-from umni.spec import Spec
+from umni.util.errors import ConfigError
+from umni.util.spec import Spec
 from umni_adapters import hf_vlm
 from umni_adapters.hf import HFBackend
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from umni.evaluation import RunRequest, evaluate
-from umni.roles import GENERATE, JUDGE, UNDERSTAND
-from umni.spec import Spec
+from umni.backends.roles import GENERATE, JUDGE, UNDERSTAND
+from umni.run.evaluation import RunRequest, evaluate
+from umni.util.spec import Spec
 from umni_adapters.hf import HFBackend
 
 pytest.importorskip("diffusers")

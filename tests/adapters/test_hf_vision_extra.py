@@ -9,8 +9,8 @@ import pytest
 
 pytest.importorskip("transformers")
 
-from umni.errors import ConfigError  # noqa: E402
-from umni.spec import Spec  # noqa: E402
+from umni.util.errors import ConfigError  # noqa: E402
+from umni.util.spec import Spec  # noqa: E402
 from umni_adapters.hf import HFBackend  # noqa: E402
 
 

@@ -14,12 +14,12 @@ import pytest
 from PIL import Image
 
 from tests.support.openai_server import Fault, OpenAIStubServer, draw_from_prompt, with_openai_backend
-from umni.backends import Backend
+from umni.backends.contract import Backend
+from umni.backends.roles import JUDGE, Part, RequestOptions, TextReply, Usage, respond_with
 from umni.cli import main
-from umni.errors import BackendError, ConfigError, Refusal
-from umni.pricing import Price, estimate
-from umni.roles import JUDGE, Part, RequestOptions, TextReply, Usage, respond_with
-from umni.spec import Spec
+from umni.reporting.pricing import Price, estimate
+from umni.util.errors import BackendError, ConfigError, Refusal
+from umni.util.spec import Spec
 from umni_adapters.openai_http import OpenAIBackend, is_reasoning_model
 
 run = with_openai_backend

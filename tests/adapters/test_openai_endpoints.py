@@ -12,8 +12,8 @@ import anyio
 import pytest
 
 from tests.support.openai_server import Fault, OpenAIStubServer
-from umni.errors import BackendError
-from umni.spec import Spec
+from umni.util.errors import BackendError
+from umni.util.spec import Spec
 from umni_adapters.openai_http import OpenAIBackend
 
 
@@ -276,7 +276,7 @@ def test_fleet_settings_are_not_identity() -> None:
 
 @pytest.mark.parametrize("bad", ["per_endpoint=0", "cool_off=0", "cool_off=-1", "per_endpoint=two"])
 def test_bad_fleet_settings_are_refused(bad: str) -> None:
-    from umni.errors import ConfigError
+    from umni.util.errors import ConfigError
 
     with pytest.raises(ConfigError, match=bad.split("=")[0]):
         OpenAIBackend(Spec.parse(f"openai/m?base_url=http://127.0.0.1:1/v1&{bad}"))

@@ -16,9 +16,9 @@ import pytest
 from PIL import Image, ImageChops, ImageOps
 
 from tests.support.openai_server import ChatRequest, Fault, OpenAIStubServer, draw_from_prompt, with_openai_backend
-from umni.errors import BackendError, ConfigError
-from umni.roles import EDIT, GENERATE, JUDGE, UNDERSTAND
-from umni.spec import Spec
+from umni.backends.roles import EDIT, GENERATE, JUDGE, UNDERSTAND
+from umni.util.errors import BackendError, ConfigError
+from umni.util.spec import Spec
 from umni_adapters.openai_http import OpenAIBackend, parse_option_letter
 
 SECRET = "sk-test-0123456789abcdefSECRET"

@@ -4,7 +4,7 @@ import sys
 from pathlib import Path
 
 from umni.backends import create_backend, known_providers
-from umni.spec import Spec
+from umni.util.spec import Spec
 
 PLUGIN = Path(__file__).parents[2] / "examples" / "plugin"
 

@@ -8,9 +8,9 @@ import anyio
 import pytest
 from PIL import Image, ImageDraw, ImageFont
 
-from umni.errors import ConfigError
-from umni.roles import OCR, OcrLine
-from umni.spec import Spec
+from umni.backends.roles import OCR, OcrLine
+from umni.util.errors import ConfigError
+from umni.util.spec import Spec
 from umni_adapters.rapidocr import RapidOcrBackend
 
 pytest.importorskip("rapidocr_onnxruntime")

@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 from PIL import Image
 from PIL.PngImagePlugin import PngInfo
 
-from umni.errors import BackendError, ConfigError
-from umni.roles import Editor, Generator, Understander
-from umni.spec import Spec
+from umni.backends.roles import Editor, Generator, Understander
+from umni.util.errors import BackendError, ConfigError
+from umni.util.spec import Spec
 from umni_adapters.sim import SimBackend, read_image
 from umni_adapters.sim_scene import SCENE_KEY
 

@@ -80,7 +80,7 @@ def tiny_clip_text(tokenizer_dir: Path) -> tuple[Any, Any]:
 
 def backend(path: Path, **params: Any) -> Any:
     """A DiffusersBackend for a tiny pipeline folder, with spec parameters."""
-    from umni.spec import Spec
+    from umni.util.spec import Spec
     from umni_adapters.diffusion import DiffusersBackend
 
     query = "&".join(f"{key}={value}" for key, value in params.items())

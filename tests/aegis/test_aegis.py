@@ -12,7 +12,7 @@ import pytest
 from PIL import Image
 
 from tests.support.shared_data import SHARED_DATA, shared_data
-from umni.errors import InputError, InputErrors, ParseFailure
+from umni.util.errors import InputError, InputErrors, ParseFailure
 from umni_cases import bundled
 from umni_graphs.aegis import cases as C
 from umni_graphs.aegis import prompts as P

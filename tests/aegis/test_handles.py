@@ -9,11 +9,11 @@ import anyio
 import pytest
 
 from tests.support.handles import renamed
-from umni.bindings import Bindings
-from umni.outcomes import CaseResult
-from umni.policy import RetryPolicy
-from umni.runner import Runner
-from umni.store import Cache
+from umni.backends.bindings import Bindings
+from umni.engine.runner import Runner
+from umni.graph.outcomes import CaseResult
+from umni.store.cache import Cache
+from umni.util.policy import RetryPolicy
 from umni_graphs.aegis.protocol import PROTOCOL, AegisHandles
 
 CASES = PROTOCOL.load(PROTOCOL.bundled_cases(), PROTOCOL.parse_options({})).cases

@@ -14,16 +14,16 @@ import pytest
 from PIL import Image
 
 from tests.support.shared_data import SHARED_DATA, shared_data
-from umni.backends import Backend
-from umni.bindings import Bindings
+from umni.backends.bindings import Bindings
+from umni.backends.contract import Backend
+from umni.backends.roles import MODEL_ROLES, ImageReply, TextReply
 from umni.cli import main as cli_main
-from umni.errors import BackendError, ConfigError
-from umni.evaluation import RunRequest, evaluate
-from umni.graph import ImageFile, Ref
-from umni.roles import MODEL_ROLES, ImageReply, TextReply
-from umni.runner import RetryPolicy, Runner
-from umni.spec import Spec
-from umni.store import Cache
+from umni.engine.runner import RetryPolicy, Runner
+from umni.graph.graph import ImageFile, Ref
+from umni.run.evaluation import RunRequest, evaluate
+from umni.store.cache import Cache
+from umni.util.errors import BackendError, ConfigError
+from umni.util.spec import Spec
 from umni_cases import bundled
 from umni_graphs.aegis import PROTOCOL
 from umni_graphs.aegis import prompts as P

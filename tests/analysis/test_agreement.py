@@ -2,8 +2,8 @@
 
 import pytest
 
-from umni.agreement import compare, compare_human, read_human
-from umni.errors import InputError
+from umni.reporting.agreement import compare, compare_human, read_human
+from umni.util.errors import InputError
 
 
 def items(metric, values):

@@ -5,8 +5,8 @@ import json
 import pytest
 
 from umni.cli import main
-from umni.errors import InputError
-from umni.pricing import Price, estimate, load_prices
+from umni.reporting.pricing import Price, estimate, load_prices
+from umni.util.errors import InputError
 
 
 def test_estimate_hand_computed():

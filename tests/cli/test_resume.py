@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 
-from umni.store import Cache
+from umni.store.cache import Cache
 
 
 def command(out, cache, limit=8):

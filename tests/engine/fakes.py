@@ -13,10 +13,10 @@ from collections.abc import Sequence
 import anyio
 from PIL import Image, ImageDraw
 
-from umni.backends import Backend
-from umni.errors import BackendError
-from umni.roles import ChoiceReply, ImageReply, TextReply
-from umni.spec import Spec
+from umni.backends.contract import Backend
+from umni.backends.roles import ChoiceReply, ImageReply, TextReply
+from umni.util.errors import BackendError
+from umni.util.spec import Spec
 
 
 def _digest(*parts: object) -> int:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import os
 
-from umni.filehash import file_sha256
-from umni.spec import Spec
+from umni.util.filehash import file_sha256
+from umni.util.spec import Spec
 from umni_adapters.diffusion import _fingerprint_directory
 from umni_adapters.hf_loading import local_revision
 from umni_adapters.openai_http import OpenAIBackend

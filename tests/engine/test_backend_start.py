@@ -4,8 +4,8 @@ begun, which can only happen when their starts overlap (one after the other woul
 import anyio
 import pytest
 
-from umni.backends import Backend, start_backends
-from umni.spec import Spec
+from umni.backends.contract import Backend, start_backends
+from umni.util.spec import Spec
 
 
 class SlowToLoad(Backend):

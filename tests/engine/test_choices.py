@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from umni.choices import parse_choice
+from umni.util.choices import parse_choice
 from umni_adapters.hf_parsing import parse_choice as hf_parse
 from umni_adapters.openai_http import parse_option_letter
 
@@ -37,8 +37,8 @@ def test_likelihood_against_a_server_without_logprobs_is_a_permanent_error() -> 
 
     import anyio
 
-    from umni.errors import BackendError
-    from umni.spec import Spec
+    from umni.util.errors import BackendError
+    from umni.util.spec import Spec
     from umni_adapters.openai_http import OpenAIBackend
 
     hits: list[str] = []

@@ -6,7 +6,7 @@ import pickle
 
 import pytest
 
-import umni.errors as E
+import umni.util.errors as E
 
 
 def examples() -> list[E.UmniError]:

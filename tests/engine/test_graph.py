@@ -2,8 +2,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from umni.errors import ConfigError
-from umni.graph import Graph, Ref
+from umni.graph.graph import Graph, Ref
+from umni.util.errors import ConfigError
 
 
 def test_cycle_is_rejected_with_node_names():
@@ -50,7 +50,7 @@ def test_dependency_order_is_the_standard_librarys_topological_order(data) -> No
     """The runner's node order (a priority among ready nodes) is exactly graphlib's static order."""
     from graphlib import TopologicalSorter
 
-    from umni.graph import _dependency_order
+    from umni.graph.graph import _dependency_order
 
     size = data.draw(st.integers(1, 12))
     upstream = {

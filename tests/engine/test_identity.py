@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 from fakes import ScriptedBackend
 
-from umni.bindings import Bindings
-from umni.codeid import code_fingerprint
-from umni.errors import ConfigError
-from umni.graph import Graph, Ref
-from umni.runner import Runner
-from umni.store import Cache
+from umni.backends.bindings import Bindings
+from umni.engine.runner import Runner
+from umni.graph.graph import Graph, Ref
+from umni.store.cache import Cache
+from umni.util.codeid import code_fingerprint
+from umni.util.errors import ConfigError
 
 
 def bind(backend):

@@ -12,11 +12,11 @@ from fakes import ScriptedBackend
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from umni.bindings import Bindings
-from umni.events import EventLog
-from umni.graph import Graph
-from umni.runner import Runner
-from umni.store import Cache
+from umni.backends.bindings import Bindings
+from umni.engine.runner import Runner
+from umni.graph.graph import Graph
+from umni.store.cache import Cache
+from umni.util.events import EventLog
 
 
 def add(c):

@@ -13,15 +13,15 @@ import anyio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from umni.artifacts import fingerprint
 from umni.backends import create_backend
-from umni.bindings import Bindings
-from umni.events import EventLog
-from umni.graph import Graph
-from umni.keys import KEY_SCHEMA, identity_json, node_key
-from umni.runner import Runner
-from umni.spec import Spec
-from umni.store import Cache
+from umni.backends.bindings import Bindings
+from umni.engine.keys import KEY_SCHEMA, identity_json, node_key
+from umni.engine.runner import Runner
+from umni.graph.graph import Graph
+from umni.store.artifacts import fingerprint
+from umni.store.cache import Cache
+from umni.util.events import EventLog
+from umni.util.spec import Spec
 
 
 def tally(**answers: int) -> int:

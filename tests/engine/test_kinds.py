@@ -14,17 +14,17 @@ from PIL import Image
 from pydantic import BaseModel
 from tenacity import RetryCallState
 
-from umni.bindings import Bindings
-from umni.errors import ConfigError
-from umni.graph import Graph, Node, Ref
-from umni.kinds import Kind, KindContext, known_kinds, register
-from umni.kinds.tools import ToolRole, known_tools, register_tool
-from umni.outcomes import CaseResult
-from umni.policy import CachePolicy, RetryPolicy
-from umni.roles import known_roles, role_interface
-from umni.runner import Runner
-from umni.spec import Spec
-from umni.store import Cache
+from umni.backends.bindings import Bindings
+from umni.backends.roles import known_roles, role_interface
+from umni.engine.kinds import Kind, KindContext, known_kinds, register
+from umni.engine.kinds.tools import ToolRole, known_tools, register_tool
+from umni.engine.runner import Runner
+from umni.graph.graph import Graph, Node, Ref
+from umni.graph.outcomes import CaseResult
+from umni.store.cache import Cache
+from umni.util.errors import ConfigError
+from umni.util.policy import CachePolicy, RetryPolicy
+from umni.util.spec import Spec
 
 FAST_RETRY = RetryPolicy(max_attempts=4, initial_wait=0.001, max_wait=0.01, jitter=0.0)
 
@@ -165,7 +165,7 @@ class CountOutput(BaseModel):
 
 
 class CountWords(Kind):
-    """A kind defined outside umni.kinds: counts the words of its prompt's texts, in process."""
+    """A kind defined outside umni.engine.kinds: counts the words of its prompt's texts, in process."""
 
     name = "count_words"
     calls_backend: ClassVar[bool] = False
@@ -200,12 +200,14 @@ class BrightnessBackend(ScriptedBackend):
 @pytest.fixture
 def registries(monkeypatch):
     """Kinds and tool roles registered by a test are gone after it."""
-    import umni.kinds
-    import umni.kinds.tools
+    import umni.engine.kinds.tools
+    from umni.backends import roles
+    from umni.graph import registry
 
     known_kinds(), known_tools()  # the built-in ones are loaded first
-    monkeypatch.setattr(umni.kinds, "_KINDS", dict(umni.kinds._KINDS))
-    monkeypatch.setattr(umni.kinds.tools, "_TOOLS", dict(umni.kinds.tools._TOOLS))
+    monkeypatch.setattr(registry, "_KINDS", dict(registry._KINDS))
+    monkeypatch.setattr(umni.engine.kinds.tools, "_TOOLS", dict(umni.engine.kinds.tools._TOOLS))
+    monkeypatch.setattr(roles, "_PLUGIN_TOOL_ROLES", dict(roles._PLUGIN_TOOL_ROLES))
 
 
 def test_a_kind_registered_from_one_module_runs_and_caches(tmp_path, registries):

@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable
 import anyio
 import pytest
 
-from umni.tasks import NodeTasks
+from umni.util.tasks import NodeTasks
 
 
 def sleeper(cancelled: list[str]) -> Callable[[], Awaitable[None]]:

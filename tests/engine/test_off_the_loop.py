@@ -14,12 +14,12 @@ import anyio
 from fakes import ScriptedBackend
 from PIL import Image
 
-from umni.artifacts import BlobStore
-from umni.bindings import Bindings
-from umni.graph import Graph
-from umni.roles import ChoiceReply
-from umni.runner import Runner
-from umni.store import Cache
+from umni.backends.bindings import Bindings
+from umni.backends.roles import ChoiceReply
+from umni.engine.runner import Runner
+from umni.graph.graph import Graph
+from umni.store.artifacts import BlobStore
+from umni.store.cache import Cache
 
 
 class SignallingBackend(ScriptedBackend):

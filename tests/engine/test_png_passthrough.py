@@ -7,15 +7,15 @@ from collections.abc import Sequence
 import anyio
 from PIL import Image
 
-import umni.kinds.base as kinds_base
-from umni.artifacts import encode_png
-from umni.backends import Backend
-from umni.bindings import Bindings
-from umni.graph import Graph
-from umni.roles import GENERATE, ImageReply, Part
-from umni.runner import Runner
-from umni.spec import Spec
-from umni.store import Cache
+import umni.engine.kinds.base as kinds_base
+from umni.backends.bindings import Bindings
+from umni.backends.contract import Backend
+from umni.backends.roles import GENERATE, ImageReply, Part
+from umni.engine.runner import Runner
+from umni.graph.graph import Graph
+from umni.store.artifacts import encode_png
+from umni.store.cache import Cache
+from umni.util.spec import Spec
 
 
 def drawing() -> Image.Image:

@@ -31,7 +31,7 @@ def test_evaluate_from_the_top_package(tmp_path):
 
 
 def test_import_does_not_load_the_engine():
-    code = "import sys, umni; print('umni.evaluation' in sys.modules, 'anyio' in sys.modules)"
+    code = "import sys, umni; print('umni.run.evaluation' in sys.modules, 'anyio' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["False", "False"]
 

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from umni.cli import main
-from umni.config import RunConfig
+from umni.run.config import RunConfig
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ from pathlib import Path
 from PIL import Image
 
 from umni.cli import main
-from umni.protocol import get_protocol
+from umni.protocols.protocol import get_protocol
 
 
 def umni(*args: object) -> int:

@@ -1,11 +1,11 @@
 import anyio
 from fakes import ScriptedBackend
 
-from umni.bindings import Bindings
-from umni.errors import ParseFailure
-from umni.graph import Graph
-from umni.runner import RetryPolicy, Runner
-from umni.store import Cache
+from umni.backends.bindings import Bindings
+from umni.engine.runner import RetryPolicy, Runner
+from umni.graph.graph import Graph
+from umni.store.cache import Cache
+from umni.util.errors import ParseFailure
 
 FAST_RETRY = RetryPolicy(max_attempts=3, initial_wait=0.001, max_wait=0.01, jitter=0.0, parse_retries=2)
 
@@ -106,7 +106,7 @@ def test_non_retryable_errors_are_not_retried(tmp_path):
 
 
 def test_retry_after_is_honoured(tmp_path):
-    from umni.errors import BackendError
+    from umni.util.errors import BackendError
 
     policy = RetryPolicy(max_attempts=3, initial_wait=5.0, max_wait=60.0)
 
@@ -140,7 +140,7 @@ def test_judge_parse_failures_are_retried_then_recorded(tmp_path):
 def test_invalid_and_degenerate_outputs_are_counted_not_scored(tmp_path):
     from PIL import Image
 
-    from umni.roles import ChoiceReply, ImageReply
+    from umni.backends.roles import ChoiceReply, ImageReply
 
     class Broken(ScriptedBackend):
         async def generate(self, parts, *, seed=0):
@@ -200,7 +200,7 @@ def test_backend_params_that_change_outputs_change_keys(tmp_path):
 
 
 def test_many_cases_are_windowed(tmp_path):
-    from umni.runner import CaseJob
+    from umni.engine.runner import CaseJob
 
     backend = ScriptedBackend()
     runner = Runner(bind(backend), Cache(tmp_path), window=4)
@@ -241,7 +241,7 @@ def test_downstream_keys_depend_on_image_content_not_on_how_it_was_made(tmp_path
     """Two generators that draw the same pixels: the answer about the image is computed once."""
     from PIL import Image
 
-    from umni.roles import ImageReply, Usage
+    from umni.backends.roles import ImageReply, Usage
 
     class Flat(ScriptedBackend):
         async def generate(self, parts, *, seed=0):
@@ -263,7 +263,7 @@ def test_a_fresh_image_reads_the_same_as_its_stored_png(tmp_path):
     """Readers of a just-made image see what a resumed run would decode from the cache."""
     from PIL import Image
 
-    from umni.artifacts import as_stored, encode_png
+    from umni.store.artifacts import as_stored, encode_png
 
     made = Image.new("P", (12, 12))
     made.putpalette([0, 0, 0, 250, 10, 10] * 128)

@@ -15,13 +15,13 @@ from collections.abc import Sequence
 import anyio
 import pytest
 
-from umni.backends import Backend
-from umni.bindings import Bindings
-from umni.errors import ParseFailure
-from umni.roles import MODEL_ROLES, TextReply
-from umni.runner import RetryPolicy, Runner
-from umni.spec import Spec
-from umni.store import Cache
+from umni.backends.bindings import Bindings
+from umni.backends.contract import Backend
+from umni.backends.roles import MODEL_ROLES, TextReply
+from umni.engine.runner import RetryPolicy, Runner
+from umni.store.cache import Cache
+from umni.util.errors import ParseFailure
+from umni.util.spec import Spec
 from umni_cases import bundled
 from umni_graphs.aegis import PROTOCOL
 from umni_graphs.aegis import prompts as P

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+from umni.backends.roles import OcrLine
 from umni.cli import main as cli_main
-from umni.roles import OcrLine
 from umni_graphs.girbench import PROTOCOL, GirOptions
 from umni_graphs.girbench.cases import SpatialCase, SudokuSpec, load_uni_cases
 from umni_graphs.girbench.protocol import present_tasks

@@ -33,7 +33,7 @@ from hypothesis import strategies as st
 from tests.support.openai_server import ChatRequest, OpenAIStubServer
 from tests.support.shared_data import shared_data
 from umni.cli import main
-from umni.errors import InputError, InvalidAnswer, ParseFailure
+from umni.util.errors import InputError, InvalidAnswer, ParseFailure
 from umni_cases import bundled
 from umni_graphs.wise import PROTOCOL, WiseOptions
 from umni_graphs.wise.prompts import (

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from umni.errors import InputError, InputErrors, InvalidAnswer, ParseFailure
+from umni.util.errors import InputError, InputErrors, InvalidAnswer, ParseFailure
 from umni_cases import bundled
 from umni_graphs.genius.cases import DIMENSIONS, image_file_name, load_dataset, load_dimension
 from umni_graphs.genius.prompts import (

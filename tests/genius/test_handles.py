@@ -9,11 +9,11 @@ import anyio
 import pytest
 
 from tests.support.handles import renamed
-from umni.bindings import Bindings
-from umni.graph import Ref
-from umni.outcomes import CaseResult
-from umni.runner import Runner
-from umni.store import Cache
+from umni.backends.bindings import Bindings
+from umni.engine.runner import Runner
+from umni.graph.graph import Ref
+from umni.graph.outcomes import CaseResult
+from umni.store.cache import Cache
 from umni_graphs.genius import PROTOCOL
 from umni_graphs.genius.graph import GeniusHandles
 

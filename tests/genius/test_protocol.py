@@ -18,15 +18,15 @@ import anyio
 import pytest
 from PIL import Image
 
-from umni.backends import Backend
-from umni.bindings import Bindings
-from umni.errors import BackendError, ConfigError
-from umni.evaluation import RunRequest, evaluate
-from umni.graph import ImageFile, Ref
-from umni.roles import ChoiceReply, ImageReply, TextReply
-from umni.runner import Runner
-from umni.spec import Spec
-from umni.store import Cache
+from umni.backends.bindings import Bindings
+from umni.backends.contract import Backend
+from umni.backends.roles import ChoiceReply, ImageReply, TextReply
+from umni.engine.runner import Runner
+from umni.graph.graph import ImageFile, Ref
+from umni.run.evaluation import RunRequest, evaluate
+from umni.store.cache import Cache
+from umni.util.errors import BackendError, ConfigError
+from umni.util.spec import Spec
 from umni_graphs.genius import PROTOCOL, GeniusOptions
 from umni_graphs.genius import prompts as P
 from umni_graphs.genius.scoring import pixel_copy

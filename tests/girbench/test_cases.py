@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from umni.errors import InputError, InputErrors
+from umni.util.errors import InputError, InputErrors
 from umni_graphs.girbench.cases import (
     NUMERICAL_FILE,
     find_task_file,

@@ -12,14 +12,14 @@ import numpy as np
 from PIL import Image
 
 from tests.support.handles import renamed
-from umni.backends import Backend
-from umni.bindings import Bindings
-from umni.graph import Graph
-from umni.outcomes import CaseResult
-from umni.roles import DETECT, EMBED, Detection
-from umni.runner import CaseJob, Runner
-from umni.spec import Spec
-from umni.store import Cache
+from umni.backends.bindings import Bindings
+from umni.backends.contract import Backend
+from umni.backends.roles import DETECT, EMBED, Detection
+from umni.engine.runner import CaseJob, Runner
+from umni.graph.graph import Graph
+from umni.graph.outcomes import CaseResult
+from umni.store.cache import Cache
+from umni.util.spec import Spec
 from umni_cases import bundled
 from umni_graphs.girbench import PROTOCOL, GirOptions
 from umni_graphs.girbench.protocol import GirHandles

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from umni.roles import Detection, OcrLine
+from umni.backends.roles import Detection, OcrLine
 from umni_graphs.girbench import masks
 from umni_graphs.girbench.metrics import (
     accuracy,

@@ -19,14 +19,14 @@ import numpy as np
 import pytest
 from PIL import Image, ImageDraw
 
-from umni.backends import Backend
+from umni.backends.contract import Backend
+from umni.backends.roles import DETECT, EMBED, Detection
 from umni.cli import main as cli_main
-from umni.errors import ConfigError, InputError
-from umni.evaluation import RunRequest, evaluate_async, prepare
-from umni.keys import node_key
-from umni.roles import DETECT, EMBED, Detection
-from umni.runner import RetryPolicy
-from umni.spec import Spec
+from umni.engine.keys import node_key
+from umni.run.evaluation import RunRequest, evaluate_async, prepare
+from umni.util.errors import ConfigError, InputError
+from umni.util.policy import RetryPolicy
+from umni.util.spec import Spec
 from umni_adapters.sim_render import layout
 from umni_adapters.sim_scene import SCENE_KEY, Scene
 from umni_cases import bundled

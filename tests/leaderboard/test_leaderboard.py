@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from umni.cli import main
-from umni.leaderboard import LONG_HEADER, Run, bootstrap_headline, build_tables, write_leaderboard
+from umni.reporting.leaderboard import LONG_HEADER, Run, bootstrap_headline, build_tables, write_leaderboard
 
 
 def summary(protocol, scores, *, bindings=None, nodes=10, failed=0, blocked=0, options=None):

@@ -10,8 +10,8 @@ import pytest
 
 from umni import __version__
 from umni.cli import EXIT_FAILURES, main
-from umni.extras import missing_extra_hint
-from umni.progress import Progress
+from umni.util.extras import missing_extra_hint
+from umni.util.progress import Progress
 
 
 def run_args(tmp_path, out, model="sim/umm", *extra):

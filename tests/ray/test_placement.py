@@ -11,12 +11,12 @@ import pytest
 
 from umni.backends import create_backend
 from umni.cli import main
-from umni.errors import BackendError, ConfigError
-from umni.spec import Spec
+from umni.util.errors import BackendError, ConfigError
+from umni.util.spec import Spec
 
 ray = pytest.importorskip("ray")
 
-from umni.placement import RayPool  # noqa: E402
+from umni.backends.placement import RayPool  # noqa: E402
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -16,7 +16,7 @@ pytest.importorskip("diffusers")
 
 from tests.adapters.tiny_diffusers import build_tiny_ip2p  # noqa: E402
 from umni.backends import create_backend  # noqa: E402
-from umni.spec import Spec  # noqa: E402
+from umni.util.spec import Spec  # noqa: E402
 
 
 @pytest.fixture(scope="module", autouse=True)

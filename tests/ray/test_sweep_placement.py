@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from umni.errors import InputError
-from umni.spec import Spec
-from umni.sweep import expand, load_sweep
+from umni.run.sweep import expand, load_sweep
+from umni.util.errors import InputError
+from umni.util.spec import Spec
 
 
 def sweep_file(tmp_path: Path, placement: str, extra: str = "") -> Path:

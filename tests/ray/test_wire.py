@@ -8,9 +8,9 @@ from typing import Any
 
 from PIL import Image
 
-from umni.artifacts import encode_png
-from umni.placement_wire import from_wire, to_wire
-from umni.roles import ImageReply, TextReply, Usage
+from umni.backends.roles import ImageReply, TextReply, Usage
+from umni.backends.wire import from_wire, to_wire
+from umni.store.artifacts import encode_png
 
 
 class _Recorder(pickle.Pickler):

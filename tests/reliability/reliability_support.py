@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.support.openai_server import ChatRequest, OpenAIStubServer
-from umni.runner import RetryPolicy
+from umni.util.policy import RetryPolicy
 
 #: The reference backend with a small per-call latency, so a run lasts long enough to be interrupted.
 SIM = "sim/umm?latency=0.01"

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from reliability_support import read_results
 
-from umni.evaluation import RunRequest, evaluate
-from umni.store import Cache
+from umni.run.evaluation import RunRequest, evaluate
+from umni.store.cache import Cache
 
 MODEL = "sim/umm"
 LIMIT = 2

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from umni.artifacts import MAX_CASE_PIXELS, check_image_file
-from umni.errors import InputError
+from umni.store.artifacts import MAX_CASE_PIXELS, check_image_file
+from umni.util.errors import InputError
 
 REPO = Path(__file__).resolve().parents[2]
 

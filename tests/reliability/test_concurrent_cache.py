@@ -10,8 +10,8 @@ import threading
 from reliability_support import read_results, umni_run_command
 
 from umni.cli import main
-from umni.store import Cache
-from umni.stores.sqlite import connect
+from umni.store.cache import Cache
+from umni.store.sqlite import connect
 
 LIMIT = 4
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from reliability_support import read_results, run_db_case_ids, umni_run_command
 
-from umni.store import Cache, RunStore
+from umni.store.cache import Cache, RunStore
 
 LIMIT = 4
 CHAINS = 5

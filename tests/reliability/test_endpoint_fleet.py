@@ -14,7 +14,7 @@ import pytest
 from reliability_support import FAST_RETRY, letter_by_hash, read_results
 
 from tests.support.openai_server import Fault, OpenAIStubServer
-from umni.evaluation import RunRequest, RunResult, evaluate
+from umni.run.evaluation import RunRequest, RunResult, evaluate
 
 CASES = 2
 #: Calls one UmniBench case makes: generate, two edits, nine questions.

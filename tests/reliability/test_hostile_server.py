@@ -16,9 +16,9 @@ import pytest
 from hostile_server import GIB, HostileServer, bomb_png, chat_with_usage, huge_chunked, image_reply, trickle
 
 from tests.support.openai_server import with_openai_backend
-from umni.errors import BackendError, ConfigError
-from umni.evaluation import RunRequest, evaluate
-from umni.spec import Spec
+from umni.run.evaluation import RunRequest, evaluate
+from umni.util.errors import BackendError, ConfigError
+from umni.util.spec import Spec
 from umni_adapters.openai_http import OpenAIBackend
 
 call = with_openai_backend

@@ -18,9 +18,9 @@ import pytest
 from reliability_support import FAST_RETRY, TimedStub, letter_by_hash, openai_spec, read_results
 
 from tests.support.openai_server import Fault, OpenAIStubServer
-from umni.evaluation import RunRequest, RunResult, evaluate
-from umni.runner import RetryPolicy
-from umni.spec import Spec
+from umni.run.evaluation import RunRequest, RunResult, evaluate
+from umni.util.policy import RetryPolicy
+from umni.util.spec import Spec
 from umni_adapters.openai_http import OpenAIBackend
 
 CASES = 3

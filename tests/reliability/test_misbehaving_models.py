@@ -17,9 +17,9 @@ from reliability_support import FAST_RETRY, letter_by_hash, openai_spec, read_re
 from tiny_protocol import DrawAndJudge, ScriptedModel, run_protocol
 
 from tests.support.openai_server import OpenAIStubServer
-from umni.bindings import Bindings
-from umni.evaluation import RunRequest, evaluate
-from umni.roles import ChoiceReply
+from umni.backends.bindings import Bindings
+from umni.backends.roles import ChoiceReply
+from umni.run.evaluation import RunRequest, evaluate
 from umni_graphs.umnibench import PROTOCOL as UMNIBENCH
 
 REPO = Path(__file__).resolve().parents[2]

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from reliability_support import read_results, umni_run_command
 
-from umni.errors import StorageError
-from umni.evaluation import RunRequest, evaluate
-from umni.store import Cache, RunStore
+from umni.run.evaluation import RunRequest, evaluate
+from umni.store.cache import Cache, RunStore
+from umni.util.errors import StorageError
 
 LIMIT = 3
 

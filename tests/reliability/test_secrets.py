@@ -14,8 +14,8 @@ from hostile_server import HostileServer, plain_error
 from reliability_support import files_containing, letter_by_hash
 
 from tests.support.openai_server import ChatRequest, OpenAIStubServer
-from umni.evaluation import RunRequest, evaluate
-from umni.secrets import register_secret, scrub
+from umni.run.evaluation import RunRequest, evaluate
+from umni.util.secrets import register_secret, scrub
 
 KEY = "sk-umni-fault-" + "9e4b2d" * 8
 

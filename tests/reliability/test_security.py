@@ -13,9 +13,9 @@ from reliability_support import files_containing, letter_by_hash, openai_spec, r
 from tiny_protocol import DrawAndJudge, ScriptedModel, run_protocol
 
 from tests.support.openai_server import Fault, OpenAIStubServer
-from umni.bindings import Bindings
-from umni.errors import InputError, InputErrors
-from umni.evaluation import RunRequest, evaluate
+from umni.backends.bindings import Bindings
+from umni.run.evaluation import RunRequest, evaluate
+from umni.util.errors import InputError, InputErrors
 from umni_graphs.aegis.cases import load_cases as load_aegis
 from umni_graphs.genius.cases import load_dimension as load_genius_dimension
 from umni_graphs.girbench.cases import load_visual_logic_cases
@@ -102,6 +102,12 @@ FORBIDDEN = {
 }
 
 
+#: (pattern, file) pairs that are safe by construction, each with the reason
+EXEMPT = {
+    ("dynamic imports", "umni/_moved.py"): "imports only the targets of its own constant table of moved modules",
+}
+
+
 def source_files() -> list[Path]:
     files = [p for d in SOURCE_DIRS for p in (REPO / d).rglob("*.py")]
     files += list((REPO / "umni").rglob("*.j2"))
@@ -114,6 +120,8 @@ def test_nothing_read_from_cases_answers_or_run_dirs_is_executed(what):
     pattern = FORBIDDEN[what]
     hits = []
     for path in source_files():
+        if (what, str(path.relative_to(REPO))) in EXEMPT:
+            continue
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
             code = line.split("#", 1)[0] if path.suffix == ".py" else line
             if pattern.search(code):

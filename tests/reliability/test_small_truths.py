@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from umni.agreement import run_judgements
-from umni.caseio import confined_path, jsonl_lines
-from umni.completion import MARKER
-from umni.errors import InputError, InputErrors, StorageError
-from umni.evaluation import RunRequest, evaluate
-from umni.rejudge import rejudge
+from umni.protocols.caseio import confined_path, jsonl_lines
+from umni.reporting.agreement import run_judgements
+from umni.run.evaluation import RunRequest, evaluate
+from umni.run.rejudge import rejudge
+from umni.store.completion import MARKER
+from umni.util.errors import InputError, InputErrors, StorageError
 from umni_graphs.girbench.cases import load_visual_logic_cases
 
 REPO = Path(__file__).resolve().parents[2]

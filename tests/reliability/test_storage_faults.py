@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 from reliability_support import read_results, umni_run_command
 
-from umni.errors import StorageError
-from umni.storage import storage_error
+from umni.util.errors import StorageError
+from umni.util.storage import storage_error
 
 LIMIT = 12
 

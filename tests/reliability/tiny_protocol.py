@@ -16,17 +16,17 @@ import anyio
 from PIL import Image
 from pydantic import BaseModel, ConfigDict
 
-from umni.backends import Backend
-from umni.bindings import Bindings
-from umni.caseio import read_jsonl
-from umni.errors import ParseFailure
-from umni.evaluation import RunRequest, RunResult, evaluate_async
-from umni.graph import Graph
-from umni.outcomes import Outcome
-from umni.protocol import CaseSet, NoOptions, Protocol, View, node_status
-from umni.roles import EDIT, GENERATE, JUDGE, UNDERSTAND, ChoiceReply, ImageReply, Part, TextReply
-from umni.runner import RetryPolicy
-from umni.spec import Spec
+from umni.backends.bindings import Bindings
+from umni.backends.contract import Backend
+from umni.backends.roles import EDIT, GENERATE, JUDGE, UNDERSTAND, ChoiceReply, ImageReply, Part, TextReply
+from umni.graph.graph import Graph
+from umni.graph.outcomes import Outcome
+from umni.protocols.caseio import read_jsonl
+from umni.protocols.protocol import CaseSet, NoOptions, Protocol, View, node_status
+from umni.run.evaluation import RunRequest, RunResult, evaluate_async
+from umni.util.errors import ParseFailure
+from umni.util.policy import RetryPolicy
+from umni.util.spec import Spec
 
 SCORE = re.compile(r"^\s*Score:\s*([0-2])\s*$", re.MULTILINE)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from umni.stores.base import Batches
+from umni.store.results import Batches
 
 
 def test_requests_made_while_a_batch_is_out_go_together_in_the_next_one() -> None:

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from umni.errors import ConfigError, StorageError
-from umni.store import Cache
-from umni.stores import open_blobs, open_results
-from umni.stores.base import row_checksum
-from umni.stores.sqlite import SqliteResults
+from umni.store.cache import Cache
+from umni.store.results import row_checksum
+from umni.store.sqlite import SqliteResults
+from umni.store.urls import open_blobs, open_results
+from umni.util.errors import ConfigError, StorageError
 
 
 def _raw_update(cache: Cache, key: str, output_text: str) -> None:
@@ -110,7 +110,7 @@ def test_forget_removes_a_result(store) -> None:
 
 _OPEN_AND_WRITE = """
 import sys, time
-from umni.store import Cache
+from umni.store.cache import Cache
 location, blobs, index, at = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
 time.sleep(max(0.0, at - time.time()))  # every process opens the fresh store at the same moment
 cache = Cache(location, blobs=blobs)
@@ -172,10 +172,10 @@ def test_store_and_blob_urls(tmp_path: Path) -> None:
 def test_the_runner_reads_a_network_store_only_through_its_async_interface(pg_url: str, tmp_path: Path) -> None:
     """A lookup on the scheduling path must not block the event loop on a network round trip: with
     the store's synchronous connection gone, a run that hits the cache must still finish."""
-    from umni.bindings import Bindings
-    from umni.graph import Graph
-    from umni.runner import Runner
-    from umni.spec import Spec
+    from umni.backends.bindings import Bindings
+    from umni.engine.runner import Runner
+    from umni.graph.graph import Graph
+    from umni.util.spec import Spec
     from umni_adapters.sim import SimBackend  # the reference backend
 
     def graph() -> Graph:
@@ -221,10 +221,10 @@ def test_a_server_that_goes_away_fails_writes_with_storage_error_instead_of_hang
 
 
 def test_provenance_names_the_backend_and_its_device(tmp_path: Path) -> None:
-    from umni.bindings import Bindings
-    from umni.graph import Graph
-    from umni.runner import Runner
-    from umni.spec import Spec
+    from umni.backends.bindings import Bindings
+    from umni.engine.runner import Runner
+    from umni.graph.graph import Graph
+    from umni.util.spec import Spec
     from umni_adapters.sim import SimBackend
 
     class OnSecondGpu(SimBackend):  # the reference backend, placed as a local model would be

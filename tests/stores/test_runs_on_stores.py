@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from store_runs import NODES_PER_CASE, case_ids, command, event_lines, finish, kill_at_line, run, start, summary
 
-from umni.sharding import parse_shard
-from umni.store import Cache, RunStore
+from umni.store.cache import Cache, RunStore
+from umni.util.sharding import parse_shard
 
 LIMIT = 8
 
@@ -162,7 +162,7 @@ def test_a_sweep_shares_one_store_given_by_url(tmp_path: Path, pg_url: str, caps
 
 
 def test_viewer_and_sweep_report_find_images_in_a_blob_store_given_by_url(tmp_path: Path) -> None:
-    from umni.viewer import ViewerData
+    from umni.reporting.viewer import ViewerData
 
     out = tmp_path / "run"
     blobs = tmp_path / "elsewhere"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from umni.graph import Ref
+from umni.graph.graph import Ref
 
 
 def renamed(value: Any, names: dict[str, str]) -> Any:

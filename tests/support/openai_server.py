@@ -538,7 +538,7 @@ def with_openai_backend(spec: str, action: Callable[[Any], Awaitable[Any]]) -> A
     """Start the OpenAI-compatible backend of ``spec``, run one async action with it, close it."""
     import anyio
 
-    from umni.spec import Spec
+    from umni.util.spec import Spec
     from umni_adapters.openai_http import OpenAIBackend
 
     async def main() -> Any:

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from umni.errors import InputError
+from umni.util.errors import InputError
 from umni_graphs.umnibench import PROTOCOL
 
 

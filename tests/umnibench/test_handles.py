@@ -7,10 +7,10 @@ import dataclasses
 import anyio
 
 from tests.support.handles import renamed
-from umni.bindings import Bindings
-from umni.outcomes import CaseResult
-from umni.runner import Runner
-from umni.store import Cache
+from umni.backends.bindings import Bindings
+from umni.engine.runner import Runner
+from umni.graph.outcomes import CaseResult
+from umni.store.cache import Cache
 from umni_graphs.umnibench.protocol import PROTOCOL, UmniHandles
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from umni.artifacts import atomic_write_text, canonical_json
+from umni.store.artifacts import atomic_write_text, canonical_json
 
 ROOT = Path(__file__).resolve().parents[2]
 

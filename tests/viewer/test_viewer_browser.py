@@ -12,7 +12,7 @@ pytest.importorskip("selenium", reason="selenium is not installed: pip install '
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 
-from umni.viewer import ViewerData  # noqa: E402
+from umni.reporting.viewer import ViewerData  # noqa: E402
 
 from .conftest import shots, synthesise_thousand  # noqa: E402
 

@@ -8,8 +8,8 @@ import urllib.request
 import pytest
 from PIL import Image
 
-from umni.evaluation import RunRequest, evaluate
-from umni.viewer import ViewerData, case_status
+from umni.reporting.viewer import ViewerData, case_status
+from umni.run.evaluation import RunRequest, evaluate
 
 
 def get(url):
@@ -97,8 +97,8 @@ def test_umni_view_command_serves_on_localhost(demo_runs):
 def test_a_run_still_being_written_is_left_out_and_named(demo_runs, tmp_path, capsys):
     import shutil
 
-    from umni.completion import MARKER
-    from umni.runs import find_run_dirs, format_runs
+    from umni.reporting.runs import find_run_dirs, format_runs
+    from umni.store.completion import MARKER
 
     folder = tmp_path / "sweep"
     shutil.copytree(demo_runs / "wise-5", folder / "done")

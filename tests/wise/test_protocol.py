@@ -12,14 +12,14 @@ from PIL import Image
 from pydantic import ValidationError
 
 from tests.support.shared_data import shared_data
-from umni.backends import Backend
-from umni.bindings import Bindings
-from umni.errors import BackendError, ConfigError, InputError
-from umni.evaluation import RunRequest, evaluate, evaluate_async
-from umni.protocol import get_protocol
-from umni.roles import GENERATE, JUDGE, ImageReply, TextReply
-from umni.runner import RetryPolicy
-from umni.spec import Spec
+from umni.backends.bindings import Bindings
+from umni.backends.contract import Backend
+from umni.backends.roles import GENERATE, JUDGE, ImageReply, TextReply
+from umni.protocols.protocol import get_protocol
+from umni.run.evaluation import RunRequest, evaluate, evaluate_async
+from umni.util.errors import BackendError, ConfigError, InputError
+from umni.util.policy import RetryPolicy
+from umni.util.spec import Spec
 from umni_cases import bundled
 from umni_graphs.wise import PROTOCOL, WiseOptions
 from umni_graphs.wise.cases import CATEGORIES, load_prompts

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.shared_data import shared_data
-from umni.errors import InputError, InputErrors, InvalidAnswer, ParseFailure
+from umni.util.errors import InputError, InputErrors, InvalidAnswer, ParseFailure
 from umni_cases import bundled
 from umni_graphs.wise.cases import (
     CATEGORIES,

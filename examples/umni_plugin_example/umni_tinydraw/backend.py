@@ -25,10 +25,10 @@ import numpy as np
 from PIL import Image
 from pydantic import PositiveInt
 
-from umni.backends import Backend, BackendParams
-from umni.errors import BackendError, ConfigError
-from umni.roles import EDIT, GENERATE, ImageReply, Part, Usage
-from umni.spec import Spec
+from umni.backends.contract import Backend, BackendParams
+from umni.backends.roles import EDIT, GENERATE, ImageReply, Part, Usage
+from umni.util.errors import BackendError, ConfigError
+from umni.util.spec import Spec
 
 
 class TinyDrawParams(BackendParams):

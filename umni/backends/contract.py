@@ -1,0 +1,177 @@
+"""Backends and the registry that turns a spec into one.
+
+A backend is a class with a ``provider`` name that fills some roles. Built-in backends and
+third-party ones are found the same way, through the ``umni.backends`` entry-point group, so an
+adapter for a model that needs its own code can live in another package (see README, "Plugins").
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from importlib.metadata import entry_points
+from typing import Any, ClassVar, TypeVar
+
+import anyio
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    NonNegativeInt,
+    PositiveFloat,
+    PositiveInt,
+    ValidationError,
+)
+
+from umni.backends.roles import known_roles
+from umni.util.errors import ConfigError
+from umni.util.spec import Spec
+
+
+class BackendParams(BaseModel):
+    """A backend's spec parameters as a typed model: conversion and error messages come from pydantic.
+
+    Every backend takes these engine parameters; a backend declares its own parameters by
+    subclassing this model (``class Params(BackendParams): steps: PositiveInt | None = None``) and
+    setting it as ``Backend.Params``. Parameters that do not change outputs are listed in
+    ``operational`` so that changing them keeps the cache.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    #: Parameters left out of the backend identity.
+    operational: ClassVar[frozenset[str]] = frozenset({"concurrency", "timeout", "batch_size", "max_retries"})
+
+    concurrency: PositiveInt | None = None
+    timeout: PositiveFloat | None = None
+    batch_size: PositiveInt | None = None
+    max_retries: NonNegativeInt | None = None
+
+
+P = TypeVar("P", bound=BackendParams)
+
+
+def parse_params(model: type[P], spec: Spec) -> P:
+    """Validate a spec's parameters; the error names the spec, the parameter and what it takes."""
+    try:
+        return model.model_validate(spec.options)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        name = str(error["loc"][0]) if error["loc"] else ""
+        if error["type"] == "extra_forbidden":
+            known = ", ".join(sorted(model.model_fields))
+            message = f"unknown parameter '{name}'; {spec.provider}/ takes {known}"
+        else:
+            message = f"{name}={spec.options.get(name)!r}: {error['msg'].lower()}"
+        raise ConfigError(f"backend spec '{spec}': {message}", field=name or None) from None
+
+
+class Backend:
+    """Base class for backends.
+
+    Subclasses set ``provider`` and ``roles`` and implement the role interfaces (see ``roles``).
+    ``operational_params`` lists spec parameters that do not change outputs (latency, concurrency,
+    timeouts): they are left out of the backend identity so that changing them keeps the cache.
+    """
+
+    provider: ClassVar[str] = ""
+    roles: ClassVar[frozenset[str]] = frozenset()
+    operational_params: ClassVar[frozenset[str]] = BackendParams.operational
+    default_concurrency: ClassVar[int] = 4
+    #: The spec's parameter model; ``None`` leaves parsing to the subclass (older plugins).
+    Params: ClassVar[type[BackendParams] | None] = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.Params is not None:
+            cls.operational_params = cls.Params.operational
+
+    def __init__(self, spec: Spec) -> None:
+        self.spec = spec
+        self.params: Any = parse_params(self.Params, spec) if self.Params is not None else None
+        self._started = False
+        self._start_lock: anyio.Lock | None = None
+
+    async def ensure_started(self) -> None:
+        """`start()` once, however many runs share this instance (a sweep's runs do)."""
+        if self._start_lock is None:
+            self._start_lock = anyio.Lock()
+        async with self._start_lock:
+            if not self._started:
+                await self.start()
+                self._started = True
+
+    async def ensure_closed(self) -> None:
+        """`aclose()` if started; the instance can be started again by a later run."""
+        if self._started:
+            self._started = False
+            self._start_lock = None
+            await self.aclose()
+
+    def fills(self) -> frozenset[str]:
+        """The roles this instance fills (may depend on the model it loaded)."""
+        return self.roles
+
+    def identity(self) -> dict[str, Any]:
+        """What distinguishes this backend's outputs, for cache keys and run records."""
+        params = {k: v for k, v in self.spec.params if k not in self.operational_params}
+        return {"provider": self.spec.provider, "name": self.spec.name, "params": params}
+
+    def identity_hash(self) -> str:
+        text = json.dumps(self.identity(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    @property
+    def concurrency(self) -> int:
+        raw = self.spec.options.get("concurrency")
+        return int(raw) if raw else self.default_concurrency
+
+    async def start(self) -> None:
+        """Load weights or open connections; called once before the first node runs.
+
+        Constructors only validate the spec (cheaply, so bad specs fail before any work); heavy
+        loading happens here, once per process, shared by every node bound to this backend.
+        """
+
+    async def aclose(self) -> None:
+        """Release connections or memory; called once at the end of a run."""
+
+    def usage_key(self) -> str:
+        return str(Spec(provider=self.spec.provider, name=self.spec.name))
+
+
+async def start_backends(backends: Iterable[Backend]) -> None:
+    """Start every backend at once: a large judge and a diffusion model load side by side instead of
+    one after the other (each start is mostly waiting on disk, network or a remote cluster)."""
+    try:
+        async with anyio.create_task_group() as group:
+            for backend in backends:
+                group.start_soon(backend.ensure_started)
+    except BaseExceptionGroup as failed:  # one start's own error, as a sequential start raised it
+        raise failed.exceptions[0] from None
+
+
+def _registered() -> dict[str, Any]:
+    return {ep.name: ep for ep in entry_points(group="umni.backends")}
+
+
+def known_providers() -> list[str]:
+    return sorted(_registered())
+
+
+def backend_class(provider: str) -> type[Backend]:
+    registered = _registered()
+    if provider not in registered:
+        raise ConfigError(
+            f"unknown backend provider '{provider}'; known providers: {', '.join(sorted(registered)) or 'none'}"
+        )
+    cls = registered[provider].load()
+    if not (isinstance(cls, type) and issubclass(cls, Backend)):
+        raise ConfigError(f"entry point umni.backends:{provider} does not name a umni.backends.Backend subclass")
+    return cls
+
+
+def check_roles(roles: frozenset[str] | set[str]) -> None:
+    unknown = set(roles) - set(known_roles())
+    if unknown:
+        raise ConfigError(f"unknown role(s) {sorted(unknown)}; known roles: {', '.join(known_roles())}")

@@ -1,0 +1,33 @@
+"""``respond``: free text (a plan, a rewrite, a critique)."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from pydantic import BaseModel
+
+from umni.backends import roles as R
+from umni.engine.kinds import register
+from umni.engine.kinds.base import Kind, KindContext
+from umni.graph.graph import OutputType
+
+
+class TextOutput(BaseModel):
+    text: str
+
+
+class Respond(Kind):
+    name = "respond"
+    default_role = R.UNDERSTAND
+    output: ClassVar[OutputType] = "text"
+    Output = TextOutput
+
+    async def execute(self, ctx: KindContext) -> TextOutput:
+        parts = ctx.parts()
+        max_tokens = int(ctx.node.params.get("max_tokens", 512))
+        backend = ctx.backend
+        reply = await ctx.call(lambda: R.respond_with(backend, parts, ctx.node.params, max_tokens=max_tokens, seed=ctx.seed()))
+        return TextOutput(text=reply.text)
+
+
+register(Respond())

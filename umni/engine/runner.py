@@ -1,0 +1,484 @@
+"""The runner: executes case graphs, each node as soon as its inputs are ready.
+
+Scheduling is event driven: when a node finishes, the nodes waiting on it are checked and the ready
+ones start at once (not layer by layer). Every backend has a lane with a concurrency limit; ready
+nodes beyond the limit wait in the lane, earliest case first, so cases finish steadily and memory
+stays flat however many cases there are (only a window of cases is built and active at a time).
+
+Each node: cache key → cache hit, or a call with bounded retries (retryable errors only, with
+exponential backoff and jitter, honouring a server's Retry-After) → result persisted at once →
+dependents released. A node that gives up becomes a typed `Failure`; nodes that need its output are
+`blocked`, never run on a made-up value.
+"""
+
+from __future__ import annotations
+
+import functools
+import heapq
+import itertools
+import time
+from collections import Counter, deque
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator
+from dataclasses import dataclass, replace
+from typing import Any
+
+import anyio
+
+from umni.backends.bindings import Bindings
+from umni.backends.contract import Backend, start_backends
+from umni.engine.keys import identity_json, node_key
+from umni.engine.kinds import Kind, KindContext, RunStats, Services, get_kind
+from umni.engine.kinds.base import MIN_IMAGE_SIDE, check_usage
+from umni.engine.kinds.compute import json_output
+from umni.engine.kinds.inputs import InputReader
+from umni.graph.graph import Graph, Node
+from umni.graph.outcomes import CaseResult, Failure, Outcome, Status
+from umni.store.cache import Cache
+from umni.util.errors import BackendError, InputError, OutputFailure, StorageError, UmniError
+from umni.util.events import EventLog
+from umni.util.policy import CachePolicy, RetryPolicy
+from umni.util.progress import Progress
+from umni.util.tasks import NodeTasks
+
+__all__ = [
+    "MIN_IMAGE_SIDE", "CaseJob", "CaseResult", "LanePool", "RetryPolicy", "CachePolicy", "RunStats", "Runner",
+    "check_usage", "content_fingerprint", "json_output",
+]  # fmt: skip
+
+def content_fingerprint(output: dict[str, Any], kind: str | None = None) -> str:
+    """What a node's output contributes to the keys of nodes that read it (see `Kind.fingerprint`)."""
+    return get_kind(kind or "compute").fingerprint(output)
+
+
+def _storage_fault(group: BaseExceptionGroup) -> StorageError | None:
+    """The first StorageError inside a task group's exception group: a disk fault stops the run
+    with that one error, not with a traceback of every task it interrupted."""
+    for exc in group.exceptions:
+        if isinstance(exc, StorageError):
+            return exc
+        if isinstance(exc, BaseExceptionGroup):
+            found = _storage_fault(exc)
+            if found is not None:
+                return found
+    return None
+
+
+def _one_error(group: BaseExceptionGroup) -> BaseException:
+    """What a run that stopped raises: a disk fault, or a lone umni error (a case graph that does
+    not validate, say), as one line; anything else as the group it came in."""
+    fault = _storage_fault(group)
+    if fault is not None:
+        return fault
+    if len(group.exceptions) == 1 and isinstance(group.exceptions[0], UmniError):
+        return group.exceptions[0]
+    return group
+
+
+def _failed(nid: str, kind: str, message: str, attempts: int = 1, raw: str | None = None) -> Outcome:
+    return Outcome(nid, "failed", failure=Failure(kind, message, attempts, raw=raw))
+
+
+@dataclass
+class CaseJob:
+    """One case to run: its position (for ordering), id, and how to build its graph."""
+
+    position: int
+    case_id: str
+    build: Callable[[], Graph[Any]]
+
+
+CaseDone = Callable[[CaseJob, Graph, dict[str, Outcome]], None]
+
+
+class _CaseRun:
+    def __init__(self, job: CaseJob, graph: Graph, order: list[str]) -> None:
+        self.job = job
+        self.graph = graph
+        self.order = {nid: i for i, nid in enumerate(order)}
+        self.outcomes: dict[str, Outcome] = {}
+        self.closed = False
+        self.waiting = {nid: len(graph.nodes[nid].upstream()) for nid in order}
+        self.dependents: dict[str, list[str]] = {nid: [] for nid in order}
+        for nid in order:
+            for up in graph.nodes[nid].upstream():
+                self.dependents[up].append(nid)
+
+
+#: What a lane runs: a backend call (or in-process code), which may hand back the work that follows
+#: it (storing the output, releasing dependents) to run outside the lane.
+LaneTask = Callable[[], Awaitable[Callable[[], Coroutine[Any, Any, None]] | None]]
+
+
+class _Lane:
+    """A backend's concurrency limit and the ready nodes waiting for a slot.
+
+    A slot is held for the call only: what a finished call leaves to do (the store's commit, which
+    waits for its batch) runs in its own task, so a slot is never idle while a write is committed."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = max(1, limit)
+        self.running = 0
+        self.waiting: list[tuple[tuple[int, int], int, LaneTask]] = []
+
+    def submit(self, tasks: NodeTasks, priority: tuple[int, int], seq: int, task: LaneTask) -> None:
+        """Start `task` now if a slot is free, else queue it by priority (earliest case first)."""
+        if self.running < self.limit:
+            self.running += 1
+            tasks.start(self.drain, tasks, task)
+        else:
+            heapq.heappush(self.waiting, (priority, seq, task))
+
+    async def drain(self, tasks: NodeTasks, task: LaneTask) -> None:
+        """Run `task`, then the waiting ones in priority order, while this slot is held."""
+        while True:
+            then = await task()
+            if then is not None:
+                tasks.start(then)
+            if not self.waiting:
+                self.running -= 1
+                return
+            _, _, task = heapq.heappop(self.waiting)
+
+
+class LanePool:
+    """One lane per backend instance. Runners that share a pool (the runs of a sweep) share each
+    backend's concurrency limit instead of multiplying it."""
+
+    def __init__(self) -> None:
+        self._lanes: dict[int, _Lane] = {}
+        self.compute = _Lane(1 << 30)
+        #: cache key -> nodes (of any runner in the pool) waiting for the same work to finish
+        self.inflight: dict[str, list[tuple[Runner, _CaseRun, str]]] = {}
+        #: tie-break of equal priorities in the lanes; shared, since the lanes are (never compare tasks)
+        self.seq = itertools.count()
+
+    def lanes_for(self, bindings: Bindings, concurrency: int | None) -> dict[int, _Lane]:
+        """The lane of each bound backend (by id): its own `concurrency` option when its spec sets
+        one, else the run's `concurrency`, else the backend's default. A pool of replicas (placement=ray)
+        keeps its whole capacity: a run-wide `--concurrency` must not idle its replicas."""
+        lanes = {}
+        for backend in bindings.unique():
+            own = "concurrency" in backend.spec.options or getattr(backend, "pooled", False)
+            limit = backend.concurrency if own or concurrency is None else concurrency
+            lanes[id(backend)] = self.lane(backend, limit)
+        return lanes
+
+    def lane(self, backend: Backend, limit: int) -> _Lane:
+        if id(backend) not in self._lanes:
+            self._lanes[id(backend)] = _Lane(limit)
+        return self._lanes[id(backend)]
+
+
+class Runner:
+    """Runs case graphs against bound backends, with a shared cache.
+
+    `frozen_roles` lists roles whose nodes must come from the cache (re-judging an existing run
+    re-runs only the judge); a miss there is recorded as a failure instead of a call.
+    `phase` (``--phase``), when given, lists the only roles whose nodes may call a backend: a
+    node of another role that is not cached stays ``pending`` (and so do the nodes that need
+    it), so a Slurm phase holds only its own model's GPUs; a later run picks the case up.
+    """
+
+    def __init__(
+        self,
+        bindings: Bindings,
+        cache: Cache,
+        *,
+        seed: int = 0,
+        concurrency: int | None = None,
+        retry: RetryPolicy = RetryPolicy(),
+        events: EventLog | None = None,
+        progress: Progress | None = None,
+        window: int | None = None,
+        lanes: LanePool | None = None,
+        frozen_roles: frozenset[str] = frozenset(),
+        phase: frozenset[str] | None = None,
+    ) -> None:
+        self.bindings = bindings
+        self.cache = cache
+        self.seed = seed
+        self.retry = retry
+        self.events = events or EventLog(None)
+        self.progress = progress or Progress("", enabled=False)
+        self.stats = RunStats()
+        self.frozen_roles = frozen_roles
+        self.phase = phase
+        self._pool = pool = lanes or LanePool()
+        self._lanes = pool.lanes_for(bindings, concurrency)
+        total = sum(l.limit for l in self._lanes.values()) or 1
+        self.window = window or max(32, 4 * total)
+        self.inputs = InputReader(cache)
+        self._services = Services(cache, self.inputs, self.stats, self.events, self.progress, retry, seed)
+        self._inflight = pool.inflight
+        self._queue: deque[tuple[_CaseRun, str]] = deque()
+        self._draining = False
+        #: each backend's identity as keys hold it, made at its first key (once started, it is settled)
+        self._identities: dict[int, str] = {}
+
+    # ------------------------------------------------------------------ public
+    async def run(self, jobs: Iterable[CaseJob], on_case_done: CaseDone | None = None) -> RunStats:
+        """Run every case; `on_case_done` is called as each case's last node finishes."""
+        await start_backends(self.bindings.unique())
+        self._active = 0
+        self._admitting = False
+        self._on_done = on_case_done
+        self._pending: Iterator[CaseJob] = iter(jobs)
+        self._exhausted = False
+        self._all_done = anyio.Event()
+        self._tasks = NodeTasks()
+        try:
+            await self._tasks.run(self._admit_until_all_close)
+        except BaseExceptionGroup as group:
+            raise _one_error(group) from None
+        return self.stats
+
+    async def run_graph(self, graph: Graph) -> CaseResult[Any]:
+        """Run one graph and return its outcomes (custom graphs, tests): a complete unit of work,
+        its backends started before and closed after."""
+        result: CaseResult[Any] = CaseResult({}, graph.handles)
+        try:
+            await self.run([CaseJob(0, graph.case_id, lambda: graph)], lambda job, g, outcomes: result.update(outcomes))
+        finally:
+            for backend in self.bindings.unique():
+                await backend.ensure_closed()
+        return result
+
+    # --------------------------------------------------------------- scheduling
+    async def _admit_until_all_close(self) -> None:
+        """The run ends when its cases close, not when its tasks end: a node may be waiting on work
+        another runner (a sweep's other run) is doing, with no task of ours running."""
+        self._admit()
+        await self._all_done.wait()
+
+    def _admit(self) -> None:
+        # Cases whose nodes are all cached finish inside this loop; the flag keeps that from
+        # recursing once per case (the loop itself picks up the freed places).
+        if self._admitting:
+            return
+        self._admitting = True
+        try:
+            while self._active < self.window:
+                job = next(self._pending, None)
+                if job is None:
+                    self._exhausted = True
+                    break
+                graph = job.build()
+                order = graph.validate(self.bindings.backends)
+                run = _CaseRun(job, graph, order)
+                self._active += 1
+                if not order:
+                    self._case_finished(run)
+                    continue
+                for nid in [n for n in order if run.waiting[n] == 0]:
+                    self._ready(run, nid)
+        finally:
+            self._admitting = False
+        if self._exhausted and self._active == 0:
+            self._all_done.set()
+
+    def _ready(self, run: _CaseRun, nid: str) -> None:
+        """Queue a node whose inputs are done; the queue is drained in a loop, not by recursion, so
+        a chain of hundreds of cached nodes resolves without growing the call stack."""
+        self._queue.append((run, nid))
+        if self._draining:
+            return
+        self._draining = True
+        try:
+            while self._queue:
+                run, nid = self._queue.popleft()
+                self._guarded(run, nid, functools.partial(self._start_node, run, run.graph.nodes[nid]))
+        finally:
+            self._draining = False
+
+    def _guarded(self, run: _CaseRun, nid: str, step: Callable[[], Outcome | None]) -> None:
+        """Take a node a step on; what the step settles (an outcome) finishes the node."""
+        try:
+            outcome = step()
+        except StorageError:
+            raise
+        except Exception as exc:  # a bug met while preparing this node: this node's failure only
+            if nid in run.outcomes:  # raised after the node finished (recording its case): not the node's
+                raise
+            outcome = _failed(nid, "internal", f"{type(exc).__name__}: {exc}")
+        if outcome is not None:
+            self._finish(run, outcome)
+
+    def _start_node(self, run: _CaseRun, node: Node) -> Outcome | None:
+        """Settle the node at once (blocked, skipped, cached, unkeyable) or queue it in its lane."""
+        blocked = _blocked_by(run, node)
+        if blocked is not None:
+            return Outcome(node.id, blocked)
+        if node.when is not None and (gated := _gate(self.inputs, run, node)) is not None:
+            return gated
+        kind = get_kind(node.kind)
+        backend = self.bindings[node.role] if node.role else None
+        try:
+            key = _key(node, backend, self._identities, lambda: self.inputs.fingerprints(run.outcomes, node), self.seed)
+        except KEY_FAULTS as exc:
+            return _unkeyable(node.id, exc)
+        policy = kind.cache_policy(node)
+        if policy.read and not getattr(self.cache, "inline_reads", True):  # a network store: look up in a task
+            self._tasks.start(self._look_up, run, node, key, kind, backend, policy)
+            return None
+        hit = self.cache.get(key) if policy.read else None
+        return self._settle(run, node, key, kind, backend, policy, hit)
+
+    async def _look_up(self, run: _CaseRun, node: Node, key: str, kind: Kind, backend: Backend | None, policy: CachePolicy) -> None:
+        """The cache lookup of a network store, off the scheduling path; then settle as `_start_node` does."""
+        hit = await self.cache.lookup(key)
+        self._guarded(run, node.id, lambda: self._settle(run, node, key, kind, backend, policy, hit))
+
+    def _settle(self, run: _CaseRun, node: Node, key: str, kind: Kind, backend: Backend | None, policy: CachePolicy,
+                hit: dict[str, Any] | None) -> Outcome | None:
+        """After the lookup: a hit, a refusal (frozen role, another phase), shared work, or a lane slot."""
+        if hit is not None and self.inputs.blobs_present(hit):
+            self.events.emit("node.cached", case=run.job.case_id, node=node.id, key=key)
+            return Outcome(node.id, "cached", output=hit, fingerprint=kind.fingerprint(hit))
+        if node.role in self.frozen_roles:
+            message = f"node '{node.id}' (role {node.role}) has no cached result, and this run may not call role '{node.role}'"
+            return _failed(node.id, "input", message)
+        if self.phase is not None and node.role is not None and node.role not in self.phase:
+            return Outcome(node.id, "pending")  # another phase's work: left for a later run
+        if key in self._inflight:  # the same work is already running for another node: share it
+            self._inflight[key].append((self, run, node.id))
+            return None
+        self._inflight[key] = []
+        lane = self._pool.compute if backend is None else self._lanes[id(backend)]
+        task = functools.partial(self._execute, run, node, key, kind, backend, policy)
+        lane.submit(self._tasks, (run.job.position, run.order[node.id]), next(self._pool.seq), task)
+        return None
+
+    def _finish(self, run: _CaseRun, outcome: Outcome) -> None:
+        run.outcomes[outcome.node] = outcome
+        self.stats.statuses[outcome.status] += 1
+        self.progress.bump(outcome.status)
+        if outcome.failure is not None:
+            self.stats.failures[outcome.failure.kind] += 1
+            self.events.emit(
+                "node.failed", case=run.job.case_id, node=outcome.node, **{f"failure_{k}": v for k, v in outcome.failure.to_json().items()}
+            )
+        for child in run.dependents[outcome.node]:
+            run.waiting[child] -= 1
+            if run.waiting[child] == 0:
+                self._ready(run, child)
+        if len(run.outcomes) == len(run.graph.nodes) and not run.closed:
+            self._case_finished(run)
+
+    def _case_finished(self, run: _CaseRun) -> None:
+        run.closed = True
+        self._active -= 1
+        self.progress.cases_done += 1
+        self.events.emit("case.done", case=run.job.case_id, statuses=dict(Counter(o.status for o in run.outcomes.values())))
+        if self._on_done is not None:
+            self._on_done(run.job, run.graph, CaseResult(run.outcomes, run.graph.handles))
+        if not self._admitting:
+            self._admit()
+        elif self._exhausted and self._active == 0:
+            self._all_done.set()
+
+    # ----------------------------------------------------------------- execution
+    async def _execute(
+        self, run: _CaseRun, node: Node, key: str, kind: Kind, backend: Backend | None, policy: CachePolicy
+    ) -> Callable[[], Coroutine[Any, Any, None]] | None:
+        """Run the node's kind (in its lane); a failure finishes the node here, an output is handed
+        back as the step that stores it, to run once the lane's slot is free."""
+        self.progress.bump("running")
+        started = time.monotonic()
+        ctx = KindContext(node, backend, run.outcomes, self._services)
+        try:
+            await self.inputs.decode_ahead(run.outcomes, node)
+            output = (await kind.execute(ctx)).model_dump()
+        except StorageError:  # the disk failed, not the node: stop the run, record nothing
+            raise
+        except Exception as exc:
+            self._settled(run, key, _failure(node.id, exc, ctx.calls or 1))
+            return None
+        finally:
+            self.progress.bump("running", -1)
+        return functools.partial(self._keep, run, node, key, kind, backend, policy, output, started, ctx.calls)
+
+    async def _keep(self, run: _CaseRun, node: Node, key: str, kind: Kind, backend: Backend | None, policy: CachePolicy,
+                    output: dict[str, Any], started: float, calls: int) -> None:
+        """Store what the node made (the row that won, if another process stored the key first); finish it."""
+        try:
+            if policy.write:
+                output = await self.cache.store(key, node.kind, output, replace=not policy.read, backend=backend)
+            outcome = Outcome(node.id, "computed", output=output, fingerprint=kind.fingerprint(output))
+        except StorageError:
+            raise
+        except Exception as exc:  # an output that cannot be stored: this node's failure only
+            outcome = _failed(node.id, "internal", f"the output cannot be stored: {type(exc).__name__}: {exc}")
+        seconds = round(time.monotonic() - started, 4)
+        self.events.emit("node.done", case=run.job.case_id, node=node.id, role=node.role, key=key, calls=calls, seconds=seconds)
+        self._settled(run, key, outcome)
+
+    def _settled(self, run: _CaseRun, key: str, outcome: Outcome) -> None:
+        """Finish the node, and every node of any runner that was waiting on the same work."""
+        waiters = self._inflight.pop(key, [])
+        self._finish(run, outcome)
+        for other_runner, other_run, other_id in waiters:
+            status: Status = "cached" if outcome.ok else "failed"
+            other_runner._finish(other_run, replace(outcome, node=other_id, status=status))
+
+
+#: What making a node's key can raise that belongs to the node, not the run (see `_unkeyable`).
+KEY_FAULTS = (FileNotFoundError, InputError, TypeError, ValueError)
+
+
+def _key(
+    node: Node, backend: Backend | None, identities: dict[int, str], inputs: Callable[[], dict[str, Any]], seed: int
+) -> str:
+    """The node's cache key; raises one of KEY_FAULTS when it cannot be made."""
+    identity = identities.get(id(backend))
+    if identity is None:
+        identity = identities[id(backend)] = identity_json(backend)
+    return node_key(node, backend, inputs(), seed, identity=identity)
+
+
+def _unkeyable(nid: str, exc: Exception) -> Outcome:
+    """The node's failure when its key cannot be made: a missing or broken case image, a callable
+    that cannot be fingerprinted, a parameter that is not JSON."""
+    if isinstance(exc, FileNotFoundError):
+        return _failed(nid, "input", str(exc))
+    if isinstance(exc, InputError):  # a case image that cannot be decoded, a callable that cannot be
+        return _failed(nid, "input", exc.describe())  # fingerprinted (ConfigError is an InputError)
+    return _failed(nid, "internal", f"the node's parameters cannot be keyed: {exc}")  # TypeError, ValueError
+
+
+def _failure(nid: str, exc: Exception, attempts: int) -> Outcome:
+    """What a kind's `execute` raised, as the node's typed failure."""
+    if isinstance(exc, OutputFailure):
+        return _failed(nid, exc.kind, str(exc), attempts, raw=exc.raw)
+    if isinstance(exc, BackendError):
+        return _failed(nid, "backend", str(exc), attempts)
+    if isinstance(exc, InputError):  # bad case data met while computing: the user's to fix, not a bug
+        return _failed(nid, "input", exc.describe(), attempts)
+    # a backend or compute bug: recorded against this node, the run goes on
+    return _failed(nid, "internal", f"{type(exc).__name__}: {exc}", attempts)
+
+
+def _gate(inputs: InputReader, run: _CaseRun, node: Node) -> Outcome | None:
+    """Evaluate the node's `when` condition: None to go on, else its outcome (skipped, or failed
+    when the condition itself raised: a bug in the graph, recorded)."""
+    assert node.when is not None
+    try:
+        go = bool(node.when(**inputs.values(run.outcomes, node.inputs), **inputs.values(run.outcomes, node.gate)))
+    except Exception as exc:
+        return _failed(node.id, "internal", f"condition failed: {exc!r}")
+    return None if go else Outcome(node.id, "skipped")
+
+
+def _blocked_by(run: _CaseRun, node: Node) -> Status | None:
+    """The status a node takes from its inputs: "blocked" when a required input failed (or was
+    blocked), "skipped" or "pending" when one was skipped or is left for a later run."""
+    for ref in node.refs():
+        if ref.optional:
+            continue
+        status = run.outcomes[ref.node].status
+        if status in ("failed", "blocked"):
+            return "blocked"
+        if status == "skipped":
+            return "skipped"
+        if status == "pending":
+            return "pending"
+    return None

@@ -1,0 +1,173 @@
+"""Protocols: a case type, a graph per case, and the scoring that reproduces the official tables.
+
+A protocol is found by name through the ``umni.protocols`` entry-point group. It loads and validates
+a case file, builds one graph per case, turns each finished case into a record (one line of
+``results.jsonl``), and aggregates records into the paper's table layout (``summary.json`` scores).
+
+Typed: ``Protocol[CaseT, OptionsT, RecordT]`` names the case model, the options model and the record
+type (a TypedDict: what results.jsonl holds, checked by mypy, plain JSON at run time). `build`
+keeps the Refs it made as typed handles on the graph (`Graph.with_handles`); the runner passes them
+back with the outcomes (`CaseResult.handles`), so `record` reads ``outcomes[handles.answer]`` and
+never agrees with `build` on node id strings. Protocols written against ``Protocol[CaseT]`` with
+string ids keep working: the two later parameters default to `BaseModel` and a plain dict.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any, ClassVar, Generic
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+from typing_extensions import TypeVar
+
+from umni.graph.graph import Graph
+from umni.graph.outcomes import Outcome
+from umni.util.errors import ConfigError
+
+CaseT = TypeVar("CaseT")
+OptionsT = TypeVar("OptionsT", bound=BaseModel, default=BaseModel)
+RecordT = TypeVar("RecordT", default=dict[str, Any])
+
+
+@dataclass
+class Skipped:
+    """A case left out of the run, with the reason (missing images, say); counted in the summary."""
+
+    case_id: str
+    reason: str
+
+
+@dataclass
+class Note:
+    """Something the loader repaired or wants the user to know (a quirk of the official file)."""
+
+    record: str
+    field: str
+    message: str
+
+
+@dataclass
+class CaseSet(Generic[CaseT]):
+    path: Path
+    cases: list[CaseT]
+    skipped: list[Skipped] = field(default_factory=list)
+    notes: list[Note] = field(default_factory=list)
+
+
+@dataclass
+class View:
+    """One panel of a case in the HTML report: a title, maybe an image, and rows of facts."""
+
+    title: str
+    image: str | None = None
+    rows: list[tuple[str, str]] = field(default_factory=list)
+    verdict: bool | None = None
+
+
+class NoOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Protocol(ABC, Generic[CaseT, OptionsT, RecordT]):
+    """Base class for protocols. Subclasses fill in the abstract methods."""
+
+    name: ClassVar[str]
+    title: ClassVar[str]
+    #: Roles the graph uses with default options (shown by `umni protocols`).
+    roles: ClassVar[tuple[str, ...]]
+    Options: ClassVar[type[BaseModel]] = NoOptions
+
+    @abstractmethod
+    def bundled_cases(self) -> Path: ...
+
+    @abstractmethod
+    def load(self, path: Path, options: BaseModel) -> CaseSet[CaseT]:
+        """Load and validate a case file or folder; raise InputError(s) naming file, record, field."""
+
+    @abstractmethod
+    def case_id(self, case: CaseT) -> str: ...
+
+    @abstractmethod
+    def build(self, case: CaseT, options: OptionsT) -> Graph[Any]:
+        """The case's graph, with its typed handles attached (`Graph.with_handles`)."""
+
+    @abstractmethod
+    def record(self, case: CaseT, outcomes: dict[str, Outcome], options: OptionsT) -> RecordT:
+        """The results.jsonl line of a finished case: every answer, its correctness, node statuses.
+
+        From the runner, `outcomes` is a `CaseResult`: indexable by the graph's handles too."""
+
+    @abstractmethod
+    def summarize(self, records: list[RecordT], options: OptionsT) -> dict[str, Any]:
+        """Scores laid out like the paper's main table (failures counted apart, never as 0)."""
+
+    def handles(self, case: CaseT, outcomes: Mapping[str, Outcome], options: OptionsT) -> Any:
+        """The typed handles of the case's graph: those the runner passed on with `outcomes`, or,
+        for outcomes given as a plain mapping (a test, an older caller), those of a fresh build."""
+        handles = getattr(outcomes, "handles", None)
+        return handles if handles is not None else self.build(case, options).handles
+
+    def tables(self, summary: dict[str, Any]) -> list[tuple[str, list[str], list[list[Any]]]]:
+        """Paper-style tables for reports: (title, header, rows)."""
+        return []
+
+    def views(self, record: dict[str, Any]) -> list[View]:
+        """How a case record appears in the HTML report."""
+        return []
+
+    def case_schema(self) -> dict[str, Any]:
+        """JSON Schema of one case record as it appears in the protocol's case files."""
+        case_type = type(self).__orig_bases__[0].__args__[0]  # type: ignore[attr-defined]
+        return case_type.model_json_schema()
+
+    def adapt(self, options: BaseModel, bound_roles: set[str]) -> BaseModel:
+        """Options adjusted to the roles the run binds (e.g. skip tasks whose tool role is unbound).
+
+        Called once before any case is built; the default changes nothing.
+        """
+        return options
+
+    def judgements(self, record: dict[str, Any]) -> dict[str, float | None]:
+        """Per-case numbers that judge agreement compares (metric -> value; None when failed)."""
+        return {}
+
+    def parse_options(self, pairs: dict[str, str]) -> BaseModel:
+        try:
+            return self.Options(**pairs)
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+            fields = ", ".join(self.Options.model_fields) or "none"
+            raise ConfigError(f"bad --option for protocol '{self.name}': {problems} (options: {fields})") from None
+
+
+def known_protocols() -> list[str]:
+    return sorted(ep.name for ep in entry_points(group="umni.protocols"))
+
+
+def get_protocol(name: str) -> Protocol[Any]:
+    found = {ep.name: ep for ep in entry_points(group="umni.protocols")}
+    if name not in found:
+        raise ConfigError(f"unknown protocol '{name}'; known protocols: {', '.join(sorted(found))}")
+    obj = found[name].load()
+    return obj() if isinstance(obj, type) else obj
+
+
+def node_status(outcomes: Mapping[str, Outcome]) -> dict[str, dict[str, Any]]:
+    """Per-node status (and failure) for a case record; outputs are summarised by the protocol.
+
+    Computed and cached results are both ``done``: where a result came from is the run's business
+    (summary counts, event log), and a record must read the same whether or not its run resumed.
+    """
+    result = {}
+    for nid, outcome in sorted(outcomes.items()):
+        entry: dict[str, Any] = {"status": "done" if outcome.ok else outcome.status}
+        if outcome.failure is not None:
+            entry["failure"] = outcome.failure.to_json()
+        if outcome.ok and outcome.output and outcome.output.get("notes"):
+            entry["notes"] = list(outcome.output["notes"])  # what the backend could not honour
+        result[nid] = entry
+    return result

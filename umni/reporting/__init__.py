@@ -1,0 +1,59 @@
+"""What a finished run shows: the HTML report, leaderboards across runs and sweeps, judge agreement
+with human labels, the runs listing, cost estimates, the local web viewer, and the one place a
+number is formatted for a table.
+"""
+
+from __future__ import annotations
+
+from umni.reporting.agreement import compare, compare_human, parse_scale, read_human, run_judgements
+from umni.reporting.format import format_cell
+from umni.reporting.leaderboard import (
+    Run,
+    bootstrap_headline,
+    build_tables,
+    coverage_line,
+    failure_share,
+    find_runs,
+    run_coverage,
+    write_leaderboard,
+)
+from umni.reporting.pricing import Price, default_price_file, estimate, load_prices
+from umni.reporting.report import write_report
+from umni.reporting.runs import find_run_dirs, format_runs, option_lines
+from umni.reporting.sweep_report import write_sweep_report
+from umni.reporting.tables import LONG_HEADER, Cell, Row, Table
+from umni.reporting.viewer import ViewerData, case_status, make_server, serve
+
+__all__ = [
+    "bootstrap_headline",
+    "build_tables",
+    "case_status",
+    "Cell",
+    "compare",
+    "compare_human",
+    "coverage_line",
+    "default_price_file",
+    "estimate",
+    "failure_share",
+    "find_run_dirs",
+    "find_runs",
+    "format_cell",
+    "format_runs",
+    "load_prices",
+    "LONG_HEADER",
+    "make_server",
+    "option_lines",
+    "parse_scale",
+    "Price",
+    "read_human",
+    "Row",
+    "Run",
+    "run_coverage",
+    "run_judgements",
+    "serve",
+    "Table",
+    "ViewerData",
+    "write_leaderboard",
+    "write_report",
+    "write_sweep_report",
+]

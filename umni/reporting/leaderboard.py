@@ -1,0 +1,429 @@
+"""Leaderboards: many runs side by side, each protocol in its paper's table layout.
+
+Every score cell carries its coverage (answered / total) and is marked ``*`` when computed on
+incomplete coverage, so a high score on a run where most nodes failed reads as such; each row
+also shows the run's node coverage and failure count. The headline score of a run whose
+``results.jsonl`` is at hand gets a seeded percentile-bootstrap 95 % interval over cases. Runs
+are sorted by their headline score, and labelled so that no two rows read the same.
+
+Layouts: GENIUS (Overall, RC/VC/AQ and one column per dimension), AEGIS (task × domain-group main
+table), WISE (category table), GIR-Bench (task table), UmniBench (stages, questions, domains);
+any other protocol gets its scalar scores flattened into one table.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from umni.protocols.caseio import read_json, read_results_jsonl
+from umni.reporting.tables import LONG_HEADER, Cell, Row, Table
+from umni.store.completion import is_complete, require_complete
+from umni.util.errors import InputError
+
+#: Resamples for the headline bootstrap interval (percentile method, seed 0).
+BOOTSTRAP_RESAMPLES = 300
+BOOTSTRAP_SEED = 0
+
+
+@dataclass
+class Run:
+    """One run's summary, with its directory when known (for bootstrap intervals and seeds)."""
+
+    summary: dict[str, Any]
+    path: Path | None = None
+    label: str = ""
+
+    def records(self) -> list[dict[str, Any]]:
+        if self.path is None or not (self.path / "results.jsonl").exists():
+            return []
+        return read_results_jsonl(self.path / "results.jsonl")
+
+    def seed(self) -> Any:
+        manifest = self.path / "run.json" if self.path else None
+        if manifest is not None and manifest.exists():
+            try:
+                return json.loads(manifest.read_text()).get("seed")
+            except json.JSONDecodeError:
+                return None
+        return None
+
+
+def run_label(summary: dict[str, Any]) -> str:
+    """A short name for a run: its one spec, or role=spec pairs when roles differ."""
+    bindings: dict[str, str] = summary.get("bindings", {})
+    values = list(bindings.values())
+    base = max(sorted(set(values)), key=values.count) if values else "?"
+    overrides = [f"{role}={spec}" for role, spec in sorted(bindings.items()) if spec != base]
+    label = base + (" + " + ", ".join(overrides) if overrides else "")
+    lineage = summary.get("lineage", {}).get("judges")
+    if lineage:
+        label += f" (rejudged by {lineage['new']})"
+    return label
+
+
+def label_runs(runs: list[Run]) -> list[Run]:
+    """Give every run a label no other run of its protocol shares: bindings, then the options and
+    seed that differ, then the run directory's name."""
+    for run in runs:
+        run.label = run_label(run.summary)
+    by_protocol: dict[str, list[Run]] = {}
+    for run in runs:
+        by_protocol.setdefault(run.summary.get("protocol", "?"), []).append(run)
+    for members in by_protocol.values():
+        labels = [r.label for r in members]
+        clashing = [r for r in members if labels.count(r.label) > 1]
+        if not clashing:
+            continue
+        options = [r.summary.get("options", {}) for r in clashing]
+        keys = sorted({k for o in options for k in o})
+        differing = [k for k in keys if len({json.dumps(o.get(k), sort_keys=True) for o in options}) > 1]
+        seeds = [r.seed() for r in clashing]
+        for run, opts, seed in zip(clashing, options, seeds):
+            extra = [f"{k}={opts.get(k)}" for k in differing]
+            if len(set(map(str, seeds))) > 1:
+                extra.append(f"seed={seed}")
+            if extra:
+                run.label += " [" + ", ".join(extra) + "]"
+        labels = [r.label for r in members]
+        for run in members:
+            if labels.count(run.label) > 1 and run.path is not None:
+                run.label += f" @{run.path.name}"
+    return runs
+
+
+def find_runs(paths: Iterable[Path], *, skipped: list[Path] | None = None) -> list[Run]:
+    """Runs from run directories, or from folders holding run directories (a sweep).
+
+    A half-written run directory is refused; with a `skipped` list (the viewer's, which browses a
+    folder while a sweep may still be writing into it) it is left out and appended there instead.
+    """
+    found: list[Run] = []
+    for path in paths:
+        path = Path(path)
+        candidates = [path / "summary.json"] if (path / "summary.json").exists() else sorted(path.rglob("summary.json"))
+        if not candidates:
+            raise InputError("no summary.json found (not a run directory, nor a folder of runs)", path=path)
+        for candidate in candidates:
+            if skipped is not None and not is_complete(candidate.parent):
+                skipped.append(candidate.parent)
+                continue
+            require_complete(candidate.parent)  # a half-written run directory is never tabled
+            found.append(Run(read_json(candidate), candidate.parent))
+    return found
+
+
+def find_summaries(paths: Iterable[Path]) -> list[dict[str, Any]]:
+    """Summaries from run directories, or from folders holding run directories (a sweep)."""
+    return [run.summary for run in find_runs(paths)]
+
+
+# ----------------------------------------------------------------------------------- coverage
+def run_coverage(summary: dict[str, Any]) -> tuple[Cell, int]:
+    """Nodes that produced a result out of all nodes, and the failed-node count (blocked apart)."""
+    failures = summary.get("failures", {})
+    failed = sum(v for k, v in failures.items() if k != "blocked" and isinstance(v, int))
+    blocked = failures.get("blocked", 0) or 0
+    nodes = summary.get("counts", {}).get("nodes") or 0
+    skipped = summary.get("counts", {}).get("skipped", 0) or 0
+    total = max(nodes - skipped, 0)
+    return Cell(None, max(total - failed - blocked, 0), total, coverage_only=True), failed
+
+
+def failure_share(summary: dict[str, Any]) -> float:
+    """Share of nodes (skipped ones aside) that failed or were blocked by a failure."""
+    cell, _ = run_coverage(summary)
+    return 0.0 if not cell.total else (cell.total - (cell.answered or 0)) / cell.total
+
+
+def coverage_line(summary: dict[str, Any]) -> str:
+    """`answered/total nodes` for CLI summaries and reports, flagged when incomplete."""
+    cell, failed = run_coverage(summary)
+    flag = " — INCOMPLETE: scores computed on partial coverage" if cell.incomplete else ""
+    return f"coverage: {cell.answered}/{cell.total} nodes answered, {failed} failed{flag}"
+
+
+# ------------------------------------------------------------------------------------ bootstrap
+def bootstrap_headline(run: Run, key: str = "overall") -> tuple[float, float] | None:
+    """95 % percentile-bootstrap interval of `scores[key]`, resampling cases (seeded).
+
+    Each resample is re-scored with the protocol's own `summarize`, so the interval follows the
+    official formula whatever it is. None when the records or the protocol are unavailable.
+    """
+    from umni.protocols.protocol import get_protocol
+
+    records = run.records()
+    if len(records) < 2:
+        return None
+    try:
+        protocol = get_protocol(run.summary["protocol"])
+        options = _options(protocol, run.summary.get("options", {}))
+    except Exception:  # an unknown or changed protocol: no interval rather than a wrong one
+        return None
+    rng = np.random.default_rng(BOOTSTRAP_SEED)
+    draws = [rng.integers(0, len(records), len(records)) for _ in range(BOOTSTRAP_RESAMPLES)]
+    stats: list[float] = []
+    try:
+        for idx in draws:
+            value = _number(protocol.summarize([records[i] for i in idx], options).get(key))
+            if value is not None:
+                stats.append(value)
+    except Exception:
+        # a scorer that refuses repeated cases (GENIUS keys items by id): resample the per-case
+        # headline instead, each case scored alone by the same formula
+        per_case = []
+        for record in records:
+            try:
+                per_case.append(_number(protocol.summarize([record], options).get(key)))
+            except Exception:
+                per_case.append(None)
+        values = np.array([np.nan if v is None else v for v in per_case])
+        stats = [float(np.nanmean(values[idx])) for idx in draws if not np.isnan(values[idx]).all()]
+    if len(stats) < BOOTSTRAP_RESAMPLES // 2:
+        return None
+    low, high = np.percentile(stats, [2.5, 97.5])
+    return round(float(low), 2), round(float(high), 2)
+
+
+def _options(protocol: Any, dumped: dict[str, Any]) -> Any:
+    """The run's options object back from summary.json (as recorded, even where a validator would
+    reject the dump of its own defaults)."""
+    try:
+        return protocol.Options.model_validate(dumped)
+    except Exception:
+        return protocol.Options.model_construct(**dumped)
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return None if math.isnan(value) else float(value)
+
+
+# -------------------------------------------------------------------------------------- layouts
+Layout = Callable[[list[Run], bool], list[Table]]
+
+
+def _sort_key(table: Table, column: int) -> Callable[[Row], tuple[int, float]]:
+    def key(row: Row) -> tuple[int, float]:
+        value = _number(row.cells[column].value) if row.cells else None
+        return (1, 0.0) if value is None else (0, -value)
+
+    return key
+
+
+def _rows_table(title: str, protocol: str, runs: list[Run], columns: list[str], cells: Callable[[Run], list[Cell]], *, sort_on: int = 0, note: str = "") -> Table:
+    table = Table(title, protocol, ["run"], columns, note=note)
+    for run in runs:
+        coverage, failed = run_coverage(run.summary)
+        table.rows.append(Row(run.label, [run.label], cells(run), coverage, failed))
+    table.rows.sort(key=_sort_key(table, sort_on))
+    return table
+
+
+def _headline(run: Run, with_ci: bool, answered: int | None, total: int | None) -> Cell:
+    value = run.summary.get("scores", {}).get("overall")
+    return Cell(value, answered, total, bootstrap_headline(run) if with_ci and value is not None else None)
+
+
+def _umnibench(runs: list[Run], with_ci: bool) -> list[Table]:
+    stages = {"generation": ["Q1", "Q2", "Q3"], "interaction": ["Q4", "Q5", "Q6"], "counterfactual": ["Q7", "Q8", "Q9"]}
+
+    def counts(s: dict[str, Any], qs: Iterable[str]) -> tuple[int, int]:
+        answered = sum(s.get("answered", {}).get(q, 0) for q in qs)
+        return answered, answered + sum(s.get("failed", {}).get(q, 0) for q in qs)
+
+    def main(run: Run) -> list[Cell]:
+        s = run.summary["scores"]
+        every = [q for qs in stages.values() for q in qs]
+        return [_headline(run, with_ci, *counts(s, every))] + [Cell(s.get("stages", {}).get(st), *counts(s, qs)) for st, qs in stages.items()]
+
+    questions = sorted({q for r in runs for q in r.summary["scores"].get("questions", {})}, key=lambda q: int(q[1:]) if q[1:].isdigit() else 99)
+    domains = sorted({d for r in runs for d in r.summary["scores"].get("domains", {})})
+    return [
+        _rows_table("UmniBench · overall and stages", "umnibench", runs, ["Overall", "Generation", "Interaction", "Counterfactual"], main,
+                    note="Overall with its 95 % bootstrap interval over cases"),
+        _rows_table("UmniBench · questions", "umnibench", runs, questions,
+                    lambda r: [Cell(r.summary["scores"]["questions"].get(q), *counts(r.summary["scores"], [q])) for q in questions]),
+        _rows_table("UmniBench · domains", "umnibench", runs, domains,
+                    lambda r: [Cell(r.summary["scores"].get("domains", {}).get(d)) for d in domains]),
+    ]
+
+
+def _genius(runs: list[Run], with_ci: bool) -> list[Table]:
+    dims = sorted({d for r in runs for d in r.summary["scores"].get("dimensions", {})})
+
+    def cells(run: Run) -> list[Cell]:
+        s = run.summary["scores"]
+        cases = s.get("cases")
+        scored = s.get("scored", {})
+        weights = s.get("weights", {"rc": 0.6, "vc": 0.35, "aq": 0.05})
+        out = [_headline(run, with_ci, min(scored.values()) if scored else None, cases)]
+        out += [Cell(s.get(m), scored.get(m), cases) for m in ("rc", "vc", "aq")]
+        for dim in dims:
+            d = s.get("dimensions", {}).get(dim)
+            if not d:
+                out.append(Cell(None))
+                continue
+            parts = [_number(d.get(m)) for m in ("rc", "vc", "aq")]
+            value = round(sum(weights[m] * p for m, p in zip(("rc", "vc", "aq"), parts)), 2) if None not in parts else None
+            items = d.get("items")
+            out.append(Cell(value, items - d.get("missing_outputs", 0) if items is not None else None, items))
+        return out
+
+    return [_rows_table("GENIUS · dimensions", "genius", runs, ["Overall", "RC", "VC", "AQ", *dims], cells,
+                        note="dimension columns: RC/VC/AQ combined with the run's weights (as Overall)")]
+
+
+def _aegis(runs: list[Run], with_ci: bool) -> list[Table]:
+    groups = ["STEM", "Humanities", "Daily life"]
+    tasks = ["understanding", "generation", "editing", "interleaved", "overall"]
+    table = Table("AEGIS · task × domain group", "aegis", ["run", "task"], [*groups, "Overall"],
+                  note="runs sorted by Overall; Overall (overall row) with its 95 % bootstrap interval")
+    ordered = sorted(runs, key=lambda r: -(_number(r.summary["scores"].get("overall")) or -1e9))
+    for run in ordered:
+        coverage, failed = run_coverage(run.summary)
+        main = run.summary["scores"].get("main_table", {})
+        for task in tasks:
+            row = main.get(task)
+            if row is None:
+                continue
+            scored = row.get("scored")
+            total = (scored or 0) + (row.get("inference_failures") or 0) + (row.get("evaluation_failures") or 0)
+            overall = Cell(row.get("overall"), scored, total)
+            if task == "overall" and with_ci and row.get("overall") is not None:
+                overall.ci = bootstrap_headline(run)
+            table.rows.append(Row(run.label, [run.label, task], [Cell(row.get(g)) for g in groups] + [overall], coverage, failed))
+    return [table]
+
+
+def _wise(runs: list[Run], with_ci: bool) -> list[Table]:
+    cats = ["culture", "time", "space", "biology", "physics", "chemistry"]
+
+    def cells(run: Run) -> list[Cell]:
+        s = run.summary["scores"]
+        scored, failed = s.get("scored_by_category", {}), s.get("failed_by_category", {})
+        out = [Cell(s.get(c), scored.get(c), (scored.get(c) or 0) + (failed.get(c) or 0)) if c in scored else Cell(s.get(c)) for c in cats]
+        expected = s.get("expected") or ((s.get("scored") or 0) + (s.get("failed") or 0))
+        return out + [_headline(run, with_ci, s.get("scored"), expected)]
+
+    metric = {r.summary["scores"].get("metric", "score") for r in runs}
+    return [_rows_table(f"WISE · categories ({'/'.join(sorted(metric))})", "wise", runs, [c.capitalize() for c in cats] + ["Overall"], cells,
+                        sort_on=len(cats))]
+
+
+def _girbench(runs: list[Run], with_ci: bool) -> list[Table]:
+    metrics: list[str] = []
+    for run in runs:
+        metrics += [m for m in run.summary["scores"].get("metrics", {}) if m not in metrics]
+
+    def cells(run: Run) -> list[Cell]:
+        s = run.summary["scores"]
+        ms = s.get("metrics", {})
+        out = [Cell(ms[m].get("score"), ms[m].get("scored"), ms[m].get("cases")) if m in ms else Cell(None) for m in metrics]
+        part = [ms[m] for m in s.get("overall_of", []) if m in ms]
+        answered = sum(p.get("scored") or 0 for p in part) if part else None
+        total = sum(p.get("cases") or 0 for p in part) if part else None
+        return out + [_headline(run, with_ci, answered, total)]
+
+    names = [GIR_TASKS.get(m, m) for m in metrics]
+    return [_rows_table("GIR-Bench · tasks", "girbench", runs, [*names, "Overall"], cells, sort_on=len(metrics),
+                        note="Overall averages the tasks that were run (scores.overall_of)")]
+
+
+#: GIR-Bench metric keys as the paper's table groups them (Uni, T2I, Edit).
+GIR_TASKS = {
+    "uni_understanding": "Uni understanding", "uni_generation": "Uni generation",
+    "numerical": "T2I numerical", "spatial": "T2I spatial", "text": "T2I text",
+    "puzzle": "Edit puzzle", "sudoku": "Edit sudoku", "perception": "Edit perception",
+}
+
+
+def _generic(runs: list[Run], with_ci: bool) -> list[Table]:
+    protocol = runs[0].summary.get("protocol", "?")
+    columns: list[str] = []
+    for run in runs:
+        columns += [k for k, v in _flatten(run.summary.get("scores", {})).items() if k not in columns and (_number(v) is not None or v is None)]
+
+    def cells(run: Run) -> list[Cell]:
+        flat = _flatten(run.summary.get("scores", {}))
+        return [_headline(run, with_ci, None, None) if c == "overall" else Cell(flat.get(c)) for c in columns]
+
+    title = runs[0].summary.get("title", protocol)
+    return [_rows_table(str(title), protocol, runs, columns, cells, sort_on=columns.index("overall") if "overall" in columns else 0)]
+
+
+def _flatten(value: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, item in value.items():
+        if isinstance(item, dict):
+            flat.update(_flatten(item, f"{prefix}{key}/"))
+        elif not isinstance(item, (list, str)):
+            flat[f"{prefix}{key}"] = item
+    return flat
+
+
+LAYOUTS: dict[str, Layout] = {"umnibench": _umnibench, "genius": _genius, "aegis": _aegis, "wise": _wise, "girbench": _girbench}
+
+
+def build_tables(runs: list[Run] | list[dict[str, Any]], *, with_ci: bool = True) -> list[Table]:
+    """The paper-layout tables of every protocol among `runs` (Run objects or bare summaries)."""
+    items = [r if isinstance(r, Run) else Run(r, Path(r["run_dir"]) if r.get("run_dir") else None) for r in runs]
+    label_runs(items)
+    by_protocol: dict[str, list[Run]] = {}
+    for run in items:
+        by_protocol.setdefault(run.summary.get("protocol", "?"), []).append(run)
+    tables: list[Table] = []
+    for protocol in sorted(by_protocol):
+        members = by_protocol[protocol]
+        try:
+            made = LAYOUTS.get(protocol, _generic)(members, with_ci)
+        except (KeyError, TypeError, AttributeError):  # a summary of another shape: still shown, flattened
+            made = _generic(members, with_ci)
+        deviation = _deviation_note(members)
+        if deviation and made:
+            made[0].note = (made[0].note + "; " if made[0].note else "") + deviation
+        tables += made
+    return tables
+
+
+def _deviation_note(runs: list[Run]) -> str:
+    """Where umni deliberately differs from the official code (scores.deviations or deviations),
+    named in the table's note so no reader takes the figure for the official one unawares."""
+    seen: dict[str, bool] = {}
+    for run in runs:
+        listed = run.summary.get("deviations") or run.summary.get("scores", {}).get("deviations") or []
+        for item in listed if isinstance(listed, list) else []:
+            if isinstance(item, dict) and item.get("id"):
+                seen[str(item["id"])] = seen.get(str(item["id"]), False) or bool(item.get("changes_score"))
+            elif isinstance(item, str):
+                seen.setdefault(item, False)
+    if not seen:
+        return ""
+    names = ", ".join(f"{k}{' (changes the score)' if v else ''}" for k, v in seen.items())
+    return f"deviations from the official code: {names} — details and official-equivalent figures in summary.json"
+
+
+def write_leaderboard(tables: list[Table], out: Path) -> dict[str, Path]:
+    """Write Markdown, tidy long-format CSV (one row per run × metric) and JSON; return their paths."""
+    from umni.store.artifacts import atomic_write_text
+
+    out.mkdir(parents=True, exist_ok=True)
+    md = out / "leaderboard.md"
+    atomic_write_text(md, "\n\n".join(t.markdown() for t in tables) + "\n")
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(LONG_HEADER)
+    for table in tables:
+        writer.writerows(table.long_rows())
+    atomic_write_text(out / "leaderboard.csv", buffer.getvalue())
+    atomic_write_text(out / "leaderboard.json", json.dumps([t.to_json() for t in tables], indent=2, ensure_ascii=False))
+    return {"markdown": md, "csv": out / "leaderboard.csv", "json": out / "leaderboard.json"}

@@ -1,0 +1,76 @@
+"""The run's HTML report: the paper-style tables, then every case with its images and answers.
+
+Images are copied next to the report (``images/<sha>.png``, once each; large ones also get a
+thumbnail in ``thumbs/``) and referenced by relative path, never inlined, so the page opens from
+disk without a server and stays small. All model and case text is HTML-escaped by the template.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+from PIL import Image
+
+from umni.protocols.protocol import Protocol, View
+from umni.reporting.format import format_cell
+from umni.store.artifacts import BlobStore, atomic_write_text
+
+THUMB_SIDE = 384
+
+_env = Environment(loader=PackageLoader("umni.reporting", "templates"), autoescape=select_autoescape(default=True))
+
+
+_env.filters["cell"] = format_cell
+
+
+def export_image(out: Path, sha: str, blobs: BlobStore) -> str | None:
+    """Copy one image next to the report (hard link when possible); return its relative path."""
+    if not blobs.verify(sha):
+        return None  # shown as "image missing"; a damaged blob is never copied or opened
+    source = blobs.path(sha)
+    target = out / "images" / f"{sha}.png"
+    if target.exists() and hashlib.sha256(target.read_bytes()).hexdigest() != sha:
+        target.unlink()
+    if not target.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(source, target)
+        except OSError:
+            shutil.copyfile(source, target)
+    with Image.open(target) as image:
+        if max(image.size) <= THUMB_SIDE:
+            return f"images/{sha}.png"
+        thumb = out / "thumbs" / f"{sha}.png"
+        if not thumb.exists():
+            thumb.parent.mkdir(parents=True, exist_ok=True)
+            image.thumbnail((THUMB_SIDE, THUMB_SIDE))
+            image.save(thumb)
+    return f"thumbs/{sha}.png"
+
+
+def write_report(out: Path, protocol: Protocol[Any], summary: dict[str, Any], records: list[dict[str, Any]], blobs: BlobStore) -> Path:
+    cases = []
+    for record in records:
+        views: list[View] = protocol.views(record)
+        panels = []
+        for view in views:
+            src = export_image(out, view.image, blobs) if view.image else None
+            full = f"images/{view.image}.png" if src else None
+            panels.append({"view": view, "src": src, "full": full})
+        failures = [{"node": nid, **node["failure"]} for nid, node in sorted(record.get("nodes", {}).items()) if "failure" in node]
+        cases.append({"record": record, "panels": panels, "failures": failures})
+    from umni.reporting.leaderboard import build_tables, run_coverage
+
+    coverage, failed = run_coverage(summary)
+    scored = build_tables([summary], with_ci=False)  # the leaderboard layout: answered/total beside each score
+    html = _env.get_template("report.html.j2").render(
+        summary=summary, tables=protocol.tables(summary), scored=scored, cases=cases, protocol=protocol, coverage=coverage, failed_nodes=failed
+    )
+    path = out / "report.html"
+    atomic_write_text(path, html)
+    return path

@@ -1,0 +1,113 @@
+"""A leaderboard table as data (cells that carry their coverage and interval, rows, titles and
+notes) and its three renderings: markdown, the tidy long CSV (one row per run x metric) and JSON."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from umni.reporting.format import format_cell
+
+
+@dataclass
+class Cell:
+    """One score with what it was computed on: `answered` of `total` items, and a 95 % interval."""
+
+    value: Any
+    answered: int | None = None
+    total: int | None = None
+    ci: tuple[float, float] | None = None
+    #: a coverage cell (no score of its own): printed as `answered/total`
+    coverage_only: bool = False
+
+    @property
+    def incomplete(self) -> bool:
+        return self.answered is not None and self.total is not None and self.answered < self.total
+
+    def text(self) -> str:
+        if self.value is None and self.ci is None and self.answered is not None and self.total is not None and self.coverage_only:
+            return f"{self.answered}/{self.total}" + ("*" if self.incomplete else "")
+        text = format_cell(self.value)
+        if self.ci is not None:
+            text += f" [{format_cell(self.ci[0])}, {format_cell(self.ci[1])}]"
+        if self.answered is not None and self.total is not None:
+            text += f" ({self.answered}/{self.total})"
+        if self.incomplete and self.value is not None:
+            text += "*"
+        return text
+
+
+@dataclass
+class Row:
+    run: str
+    keys: list[str]
+    cells: list[Cell]
+    coverage: Cell
+    failures: int
+
+
+@dataclass
+class Table:
+    """A leaderboard table: key columns (run, maybe task), score columns, coverage and failures."""
+
+    title: str
+    protocol: str
+    key_columns: list[str]
+    columns: list[str]
+    rows: list[Row] = field(default_factory=list)
+    note: str = ""
+
+    def markdown(self) -> str:
+        """GitHub Markdown; always a valid table (escaped cells, a row even when no run has scores)."""
+        header = [*self.key_columns, *self.columns, "coverage", "failures"]
+        lines = [f"### {_md(self.title)}", "", "| " + " | ".join(_md(h) for h in header) + " |", "|" + "---|" * len(header)]
+        for row in self.rows:
+            cells = [*row.keys, *(c.text() for c in row.cells), row.coverage.text(), str(row.failures)]
+            lines.append("| " + " | ".join(_md(c) for c in cells) + " |")
+        if not self.rows:
+            lines.append("| " + " | ".join(["—"] * len(header)) + " |")
+        notes = ["`*` computed on incomplete coverage (answered/total in brackets)"]
+        if self.note:
+            notes.insert(0, self.note)
+        return "\n".join([*lines, "", *(_md(n, table=False) for n in notes)])
+
+    def to_json(self) -> dict[str, Any]:
+        def cell(c: Cell) -> dict[str, Any]:
+            return {"value": c.value, "answered": c.answered, "total": c.total, "ci": list(c.ci) if c.ci else None, "incomplete": c.incomplete}
+
+        return {
+            "title": self.title,
+            "protocol": self.protocol,
+            "key_columns": self.key_columns,
+            "columns": self.columns,
+            "note": self.note,
+            "rows": [
+                {"run": r.run, "keys": r.keys, "cells": [cell(c) for c in r.cells], "coverage": cell(r.coverage), "failures": r.failures}
+                for r in self.rows
+            ],
+        }
+
+    def long_rows(self) -> Iterable[list[Any]]:
+        """Tidy rows: one per run × metric (the metric named by table, row keys and column)."""
+        for row in self.rows:
+            prefix = "/".join(row.keys[1:])
+            for column, c in zip(self.columns, row.cells):
+                metric = f"{prefix}/{column}" if prefix else column
+                yield [self.protocol, self.title, row.run, metric, _csv(c.value), _csv(c.answered), _csv(c.total),
+                       _csv(c.ci[0] if c.ci else None), _csv(c.ci[1] if c.ci else None), c.incomplete, row.failures]
+
+
+LONG_HEADER = ["protocol", "table", "run", "metric", "value", "answered", "total", "ci_low", "ci_high", "incomplete", "run_failures"]
+
+
+def _csv(value: Any) -> Any:
+    return "" if value is None else value
+
+
+def _md(text: Any, *, table: bool = True) -> str:
+    out = str(text).replace("\r", " ").replace("\n", " ")
+    return out.replace("|", "\\|") if table else out
+
+
+# ----------------------------------------------------------------------------------------- runs

@@ -1,0 +1,283 @@
+"""Running a protocol into a run directory: the orchestration behind `umni run` and the Python API.
+
+A run directory holds ``run.json`` (the command that made it), ``run.db`` (finished cases),
+``events.jsonl``, and — rewritten whole at the end of every invocation — ``results.jsonl``,
+``summary.json`` and ``report.html``. Running the same command into the same directory resumes; a
+different command is refused rather than mixed in.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import anyio
+
+from umni.backends.bindings import Bindings
+from umni.backends.placement import connect
+from umni.engine.runner import CaseJob, LanePool, Runner
+from umni.engine.transcript import case_transcript
+from umni.graph.graph import Graph, ImageFile
+from umni.graph.outcomes import Outcome
+from umni.protocols.protocol import CaseSet, Protocol, get_protocol
+from umni.reporting.pricing import default_price_file, estimate, load_prices
+from umni.run.config import RunConfig, RunRequest  # noqa: F401 - RunRequest: the old name, still importable here
+from umni.run.rundir import RunDir
+from umni.run.summary import add_cumulative, build_summary
+from umni.store.artifacts import fingerprint
+from umni.store.cache import Cache
+from umni.store.location import default_cache_dir  # noqa: F401 - also importable from here
+from umni.store.urls import describe
+from umni.util.errors import ConfigError, InputError
+from umni.util.filehash import file_sha256, files_sha256
+from umni.util.progress import Progress
+from umni.util.sharding import Shard, parse_shard
+from umni.util.version import __version__
+
+
+class Prepared(NamedTuple):
+    """A run's checked input: what `prepare` returns and `evaluate` runs (unpacks as a 4-tuple)."""
+
+    protocol: Protocol[Any]
+    options: Any
+    case_set: CaseSet[Any]
+    bindings: Bindings
+
+
+@dataclass
+class RunResult:
+    out: Path
+    summary: dict[str, Any]
+
+    @property
+    def report(self) -> Path:
+        return self.out / "report.html"
+
+
+def _files_fingerprint(path: Path, referenced: set[Path] = frozenset()) -> str:  # type: ignore[assignment]
+    """Content hash of a case file, or of every file in a case folder (names and bytes), and of
+    every file the cases reference (images), wherever it lies: replacing any of them is a new case set."""
+    if path.is_file():
+        own: list[list[str]] = [[path.name, file_sha256(path)]]
+    else:
+        entries = [p for p in path.rglob("*") if p.is_file() and not any(part.startswith(".") for part in p.relative_to(path).parts)]
+        own = files_sha256(entries, root=path)
+    outside = files_sha256(sorted({p.resolve() for p in referenced}))
+    return fingerprint({"files": own, "referenced": outside})
+
+
+def _referenced_files(protocol: Protocol[Any], cases: list[Any], options: Any) -> set[Path]:
+    """Every file the cases' graphs read (case images); a missing one is left to the node that reads it."""
+    found: set[Path] = set()
+    for case in cases:
+        for node in protocol.build(case, options).nodes.values():
+            for part in (*node.prompt, *node.images):
+                if isinstance(part, ImageFile) and Path(part.path).is_file():
+                    found.add(Path(part.path))
+    return found
+
+
+def prepare(request: RunConfig, *, shared: dict[str, Any] | None = None) -> Prepared:
+    """Everything that can fail on bad input, done before any model is loaded or called."""
+    protocol = get_protocol(request.protocol)
+    options = protocol.parse_options(dict(request.options))
+    path = Path(request.cases) if request.cases else protocol.bundled_cases()
+    if not path.exists():
+        raise InputError("case file or folder does not exist", path=path)
+    bindings = Bindings.from_specs(request.model, request.roles, shared=shared)
+    options = protocol.adapt(options, set(bindings.roles()))
+    case_set = protocol.load(path, options)
+    cases = case_set.cases[: request.limit] if request.limit is not None else case_set.cases
+    if cases:
+        protocol.build(cases[0], options).validate(bindings.backends)
+    needed: set[str] = set()
+    for case in cases[1:]:  # every case's roles and code, so a later task cannot stop the run halfway
+        graph = protocol.build(case, options)
+        graph.validate()  # structure, and every callable fingerprintable (ConfigError naming the node)
+        needed |= graph.required_roles()
+    if request.phase:  # a misspelt phase would leave every node pending: refuse it before any work
+        known = set(protocol.roles) | needed | set(bindings.roles())
+        unknown = sorted(set(request.phase) - known)
+        if unknown:
+            raise ConfigError(f"--phase {','.join(unknown)}: no such role in protocol '{protocol.name}' (roles: {', '.join(sorted(known))})")
+    unbound = {role for role in needed if role not in bindings}  # a derived role (critic) may borrow
+    if unbound:
+        raise ConfigError(
+            f"the cases need role(s) {', '.join(sorted(unbound))}, which the binding does not fill; "
+            + " ".join(f"--role {r}=SPEC" for r in sorted(unbound))
+        )
+    return Prepared(protocol, options, case_set, bindings)
+
+
+
+
+def evaluate(request: RunConfig, prepared: Prepared | None = None) -> RunResult:
+    """Run (or resume) a protocol into `request.out`; returns the summary written there.
+
+    `prepared` is what `prepare(request)` returned, when the caller already checked the input.
+    """
+    ready = prepared if prepared is not None else prepare(request)
+    return anyio.run(lambda: evaluate_async(request, ready))
+
+
+async def evaluate_async(
+    request: RunConfig,
+    prepared: Prepared,
+    *,
+    lanes: LanePool | None = None,
+    cache: Cache | None = None,
+    frozen_roles: frozenset[str] = frozenset(),
+    lineage: dict[str, Any] | None = None,
+    close_backends: bool = True,
+) -> RunResult:
+    """The async core of `evaluate`; sweeps call it for many runs at once with shared lanes and cache.
+
+    `lineage` is recorded in run.json and summary.json (a re-judged run names the run it came from).
+    """
+    protocol, options, case_set, bindings = prepared
+    if request.ray:
+        connect(request.ray)
+    shard = parse_shard(request.shard) if request.shard else None
+    out = shard.directory(Path(request.out)) if shard else Path(request.out)
+    cases = _cases_of(request, prepared, shard)
+    manifest = _manifest(request, prepared, cases, shard, lineage)
+    price_file = request.prices or default_price_file()
+    prices = load_prices(price_file) if price_file is not None else None  # a bad price file stops nothing midway
+    with RunDir.open(out, manifest) as run_dir, _cache(request, cache) as store:
+        started = time.time()
+        done_before = run_dir.store.complete_ids()
+        by_id = {protocol.case_id(c): c for c in cases}
+        jobs = _jobs(prepared, by_id, done_before)
+        run_dir.events.emit("run.start", protocol=protocol.name, bindings=bindings.specs(), cases=len(cases), resumed=len(done_before))
+        runner = _runner(request, prepared, store, run_dir, lanes, frozen_roles, cases=len(cases), done=len(cases) - len(jobs))
+        try:
+            with runner.progress:
+                stats = await runner.run(jobs, _recorder(prepared, by_id, run_dir))
+        finally:
+            if close_backends:
+                for backend in bindings.unique():
+                    await backend.ensure_closed()
+        records = [r for r in run_dir.store.records() if r.get("case_id") in by_id]
+        # nodes of cases finished by an earlier invocation count as reused (cached) work
+        reused_nodes = sum(len(r.get("nodes", {})) for r in records if r["case_id"] in done_before)
+        summary = build_summary(protocol, options, case_set, bindings, records, stats, reused_nodes, time.time() - started)
+        _account(summary, prices, run_dir, lineage)
+        run_dir.finish(protocol, summary, records, store.blobs)
+        run_dir.events.emit("run.end", counts=summary["counts"], failures=summary["failures"])
+    return RunResult(out, summary)
+
+
+def _cases_of(request: RunConfig, prepared: Prepared, shard: Shard | None) -> list[Any]:
+    """The cases this invocation is responsible for: the first --limit of the set, this shard's share."""
+    protocol, _, case_set, _ = prepared
+    cases = case_set.cases[: request.limit] if request.limit is not None else case_set.cases
+    return [c for c in cases if shard.holds(protocol.case_id(c))] if shard is not None else list(cases)
+
+
+def _manifest(request: RunConfig, prepared: Prepared, cases: list[Any], shard: Shard | None, lineage: dict[str, Any] | None) -> dict[str, Any]:
+    """run.json: the command that makes this run directory what it is."""
+    protocol, options, case_set, bindings = prepared
+    files = _files_fingerprint(case_set.path, _referenced_files(protocol, cases, options))
+    manifest = {
+        "config": request.persisted(),  # verbatim: only what the user set, so a replay sets nothing more
+        "protocol": protocol.name,
+        "cases": {"path": str(case_set.path.resolve()), "fingerprint": files},
+        "bindings": bindings.specs(),
+        "identities": bindings.identities(),
+        "options": options.model_dump(mode="json"),
+        "seed": request.seed,
+        "limit": request.limit,
+        "umni": __version__,
+        "cache": describe(request.cache) if request.cache else str(default_cache_dir()),
+    }
+    if request.blobs:
+        manifest["blobs"] = describe(request.blobs)
+    if shard is not None:
+        manifest["shard"] = str(shard)
+    if lineage:
+        manifest["lineage"] = lineage
+    return manifest
+
+
+@contextmanager
+def _cache(request: RunConfig, shared: Cache | None) -> Iterator[Cache]:
+    """The sweep's shared cache as it is, or the run's own, closed when the run ends."""
+    if shared is not None:
+        yield shared
+        return
+    own = Cache(request.cache or default_cache_dir(), blobs=request.blobs)
+    try:
+        yield own
+    finally:
+        own.close()
+
+
+def _jobs(prepared: Prepared, by_id: dict[str, Any], done_before: set[str]) -> list[CaseJob]:
+    """One job per case not finished by an earlier invocation, in case-set order."""
+    protocol, options, _, _ = prepared
+    return [
+        CaseJob(position, cid, functools.partial(protocol.build, case, options))
+        for position, (cid, case) in enumerate(by_id.items())
+        if cid not in done_before
+    ]
+
+
+def _recorder(prepared: Prepared, by_id: dict[str, Any], run_dir: RunDir) -> Callable[[CaseJob, Graph, dict[str, Outcome]], None]:
+    """What the runner calls as each case finishes: its record goes into run.db at once."""
+    protocol, options, _, _ = prepared
+
+    def case_done(job: CaseJob, graph: Graph, outcomes: dict[str, Outcome]) -> None:
+        record = protocol.record(by_id[job.case_id], outcomes, options)
+        record["transcript"] = case_transcript(graph, outcomes)  # for the viewer; never in a cache key
+        complete = all(o.status in ("computed", "cached", "skipped") for o in outcomes.values())
+        run_dir.store.put(job.case_id, job.position, record, complete)
+
+    return case_done
+
+
+def _runner(
+    request: RunConfig,
+    prepared: Prepared,
+    cache: Cache,
+    run_dir: RunDir,
+    lanes: LanePool | None,
+    frozen_roles: frozenset[str],
+    *,
+    cases: int,
+    done: int,
+) -> Runner:
+    protocol, _, _, bindings = prepared
+    progress = Progress(f"umni {protocol.name}", enabled=request.progress)
+    progress.cases_total = cases
+    progress.cases_done = done
+    return Runner(
+        bindings,
+        cache,
+        seed=request.seed,
+        concurrency=request.concurrency,
+        retry=request.retry_policy(),
+        events=run_dir.events,
+        progress=progress,
+        lanes=lanes,
+        frozen_roles=frozen_roles,
+        phase=frozenset(request.phase) if request.phase else None,
+    )
+
+
+def _account(summary: dict[str, Any], prices: Any, run_dir: RunDir, lineage: dict[str, Any] | None) -> None:
+    """Totals over every invocation, cost where prices are known, and where the run lives."""
+    add_cumulative(summary, run_dir.store.cumulative())
+    if prices is not None:
+        summary["this_invocation"]["cost"] = estimate(summary["this_invocation"]["usage"], summary["bindings"], prices)
+        summary["cost"] = estimate(summary["usage"], summary["bindings"], prices)
+    run_dir.store.set_cumulative({"calls": summary["calls"], "usage": summary["usage"]})
+    summary["run_dir"] = str(run_dir.path)
+    if run_dir.extended:
+        summary["extended"] = run_dir.extended
+    if lineage:
+        summary["lineage"] = lineage

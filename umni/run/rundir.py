@@ -1,0 +1,156 @@
+"""A run directory as one object: it owns the lock, run.json (the manifest), run.db (finished case
+records), events.jsonl, the INCOMPLETE marker and the output files (results.jsonl, summary.json,
+report.html). Opening it checks that the folder holds this run or nothing; closing it always closes
+what it opened, whether the run finished, failed or was cancelled, so nothing computed is lost.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Any
+
+from umni.protocols.protocol import Protocol
+from umni.reporting.report import write_report
+from umni.store.artifacts import BlobStore, atomic_write_text, canonical_json, fingerprint
+from umni.store.cache import RunStore
+from umni.store.completion import mark_complete, mark_incomplete
+from umni.util.errors import InputError
+from umni.util.events import EventLog
+from umni.util.storage import exclusive_folder, storage_guard
+
+#: What identifies the run a directory holds; a resume must match all of it (limit is checked apart).
+IDENTITY_FIELDS = ("protocol", "cases", "identities", "options", "seed")
+#: What umni itself places in a run directory before run.json exists.
+OWN_FILES = frozenset({".lock", "INCOMPLETE"})
+BUSY = "another umni process is using this run directory; wait for it or pick another --out"
+
+
+def run_identity(manifest: dict[str, Any]) -> str:
+    """The hash of what a run directory holds; kept in run.db as well as in run.json. A shard's
+    directory is also tied to its shard (left out when unsharded, so older directories still match)."""
+    fields = {k: manifest.get(k) for k in IDENTITY_FIELDS}
+    if manifest.get("shard") is not None:
+        fields["shard"] = manifest["shard"]
+    return fingerprint(fields)
+
+
+class RunDir:
+    """An open run directory (see `RunDir.open`)."""
+
+    def __init__(self, path: Path, store: RunStore, events: EventLog, extended: str | None) -> None:
+        self.path = path
+        #: finished case records, and the run's cumulative calls and usage
+        self.store = store
+        self.events = events
+        #: a note when this invocation widened the run's --limit
+        self.extended = extended
+
+    @classmethod
+    @contextmanager
+    def open(cls, path: Path, manifest: dict[str, Any]) -> Iterator[RunDir]:
+        """Lock `path`, make sure it holds this run (or nothing yet), and mark it incomplete until
+        `finish` has written every output file."""
+        with ExitStack() as held:
+            held.enter_context(exclusive_folder(path, ".lock", BUSY))
+            extended = _check_manifest(path, manifest)
+            mark_incomplete(path)
+            store = RunStore(path / "run.db")
+            held.callback(store.close)
+            _check_run_db(path, store, manifest)
+            events = EventLog(path / "events.jsonl")
+            held.callback(events.close)
+            yield cls(path, store, events, extended)
+
+    def finish(self, protocol: Protocol[Any], summary: dict[str, Any], records: list[dict[str, Any]], blobs: BlobStore) -> None:
+        """Write results.jsonl, summary.json and the report, then clear the INCOMPLETE marker."""
+        with storage_guard(self.path):  # the report's image copies too: a full disk is one StorageError
+            lines = "".join(canonical_json(r) + "\n" for r in records)
+            atomic_write_text(self.path / "results.jsonl", lines)
+            atomic_write_text(self.path / "summary.json", json.dumps(summary, indent=2, ensure_ascii=False))
+            write_report(self.path, protocol, summary, records, blobs)
+        mark_complete(self.path)
+
+
+def _limit_text(limit: int | None) -> str:
+    return "all cases" if limit is None else f"the first {limit} case(s)"
+
+
+def _check_manifest(out: Path, manifest: dict[str, Any]) -> str | None:
+    """Refuse a directory that holds another run, or that is not a run directory at all; refuse a
+    --limit that would shrink what the directory holds. Returns a note when the run is extended."""
+    path = out / "run.json"
+    if not path.exists():
+        if (out / "run.db").exists():  # run.json deleted: run.db itself says which command made it
+            store = RunStore(out / "run.db")
+            try:
+                _check_run_db(out, store, manifest)
+                held = len(store.records())
+            finally:
+                store.close()
+            limit = manifest.get("limit")
+            if limit is not None and held > limit:
+                raise InputError(
+                    f"run.db holds {held} cases; --limit {limit} would shrink it. Resume it with --limit {held} or more "
+                    "(or no --limit), or choose another --out",
+                    path=out,
+                )
+        else:
+            strays = sorted(p.name for p in out.iterdir() if p.name not in OWN_FILES)
+            if strays:
+                raise InputError(
+                    f"this folder is not empty and is not a umni run directory (no run.json; it holds {', '.join(strays[:3])}"
+                    + (", …" if len(strays) > 3 else "")
+                    + "); choose a new or empty --out",
+                    path=out,
+                )
+        atomic_write_text(path, json.dumps(manifest, indent=2, ensure_ascii=False))
+        return None
+    try:
+        old = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise InputError("run.json is not valid UTF-8 JSON; this does not look like a umni run directory", path=path) from None
+    if not isinstance(old, dict):
+        raise InputError("run.json does not hold a JSON object; this does not look like a umni run directory", path=path)
+    differing = [k for k in (*IDENTITY_FIELDS, "shard") if old.get(k) != manifest.get(k)]
+    if differing:
+        raise InputError(
+            "this run directory was made by a different command (it differs in: "
+            + ", ".join(differing)
+            + "); resume it with the same command, or choose another --out",
+            path=out,
+        )
+    before, now = old.get("limit"), manifest.get("limit")
+    if before == now:
+        return None
+    if now is not None and (before is None or now < before):
+        raise InputError(
+            f"this run directory holds {_limit_text(before)}; --limit {now} would shrink it. Resume or extend it "
+            f"with --limit {before} or more{'' if before is None else ' (or no --limit)'}, or choose another --out",
+            path=out,
+        )
+    # a wider --limit: the directory is extended, keeping every finished case
+    atomic_write_text(path, json.dumps(manifest, indent=2, ensure_ascii=False))
+    return f"extended this run from {_limit_text(before)} to {_limit_text(now)}"
+
+
+def _check_run_db(out: Path, store: RunStore, manifest: dict[str, Any]) -> None:
+    """Tie run.db to the command that made it, whatever happened to run.json."""
+    identity = run_identity(manifest)
+    made_by = store.made_by()
+    if made_by is None:
+        if store.has_rows():
+            raise InputError(
+                "run.db holds results but does not record which command made them (written by an older umni); "
+                "choose another --out (the cache still saves the work)",
+                path=out / "run.db",
+            )
+        store.set_made_by(identity)
+    elif made_by != identity:
+        raise InputError(
+            "run.db was made by a different command (another protocol, case set, binding, option or seed) "
+            "than this one; resume it with the same command, or choose another --out",
+            path=out / "run.db",
+        )

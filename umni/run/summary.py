@@ -1,0 +1,101 @@
+"""summary.json: what a run did (counts, failures by kind, calls, usage, cost) and the protocol's
+scores, built from the finished case records and this invocation's statistics. Calls and usage add up
+over every invocation of a resumed run; `this_invocation` keeps the latest one's own figures."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import asdict
+from typing import Any
+
+from umni.backends.bindings import Bindings
+from umni.engine.kinds import RunStats
+from umni.graph.outcomes import FAILURE_KINDS
+from umni.protocols.protocol import CaseSet, Protocol
+
+
+def _sum_counts(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """Field-wise sum of two usage records; a count unknown (None) on either side stays unknown."""
+    total: dict[str, Any] = {}
+    for name in sorted(set(a) | set(b)):
+        x, y = a.get(name, 0), b.get(name, 0)
+        total[name] = None if x is None or y is None else x + y
+    return total
+
+
+def add_cumulative(summary: dict[str, Any], before: dict[str, Any]) -> None:
+    """Make `calls` and `usage` the run's totals over every invocation, and keep this invocation's
+    own figures under `this_invocation` (a resume of a finished run reports 0 calls there, not in the totals)."""
+    now_calls, now_usage = summary["calls"], summary["usage"]
+    summary["this_invocation"] = {"calls": now_calls, "usage": now_usage}
+    calls = dict(before.get("calls", {}))
+    for role, n in now_calls.items():
+        calls[role] = calls.get(role, 0) + n
+    usage = {role: dict(u) for role, u in before.get("usage", {}).items()}
+    for role, used in now_usage.items():
+        usage[role] = _sum_counts(usage.get(role, {}), used)
+    summary["calls"] = dict(sorted(calls.items()))
+    summary["usage"] = dict(sorted(usage.items()))
+
+
+def build_summary(
+    protocol: Protocol[Any],
+    options: Any,
+    case_set: CaseSet[Any],
+    bindings: Bindings,
+    records: list[dict[str, Any]],
+    stats: RunStats,
+    reused_nodes: int,
+    seconds: float,
+) -> dict[str, Any]:
+    failures: Counter[str] = Counter()
+    statuses: Counter[str] = Counter()
+    node_notes: Counter[str] = Counter()
+    for record in records:
+        for node in record.get("nodes", {}).values():
+            statuses[node["status"]] += 1
+            if "failure" in node:
+                failures[node["failure"]["kind"]] += 1
+            for note in node.get("notes", ()):
+                node_notes[note.partition(":")[0].strip()] += 1
+    counts = {
+        "cases": len(records),
+        "nodes": sum(stats.statuses.values()) + reused_nodes,
+        "computed": stats.statuses["computed"],
+        "cached": stats.statuses["cached"] + reused_nodes,
+        "failed": stats.statuses["failed"],
+        "blocked": stats.statuses["blocked"],
+        "skipped": stats.statuses["skipped"],
+        "skipped_cases": len(case_set.skipped),
+    }
+    if stats.statuses["pending"]:  # a --phase run: work left for another phase
+        counts["pending"] = stats.statuses["pending"]
+    return {
+        "protocol": protocol.name,
+        "title": protocol.title,
+        "bindings": bindings.specs(),
+        "backends": bindings.identities(),
+        "options": options.model_dump(mode="json"),
+        "counts": counts,
+        # every kind a node failed with is counted, a kind not listed in FAILURE_KINDS (a plugin's) too
+        "failures": {kind: failures[kind] for kind in FAILURE_KINDS}
+        | {kind: n for kind, n in sorted(failures.items()) if kind not in FAILURE_KINDS}
+        | {"blocked": statuses["blocked"]},
+        "calls": dict(sorted(stats.calls.items())),
+        "usage": {role: asdict(u) for role, u in sorted(stats.usage.items())},
+        "wall_seconds": round(seconds, 3),
+        "skipped_cases": [asdict(s) for s in case_set.skipped],
+        "notes": len(case_set.notes),
+        # inputs a backend could not honour (context images a text-only model ignored, prompts cut to
+        # the text encoder's length), by kind; each is listed on its node in results.jsonl
+        "node_notes": dict(sorted(node_notes.items())),
+        "scores": _scores(protocol, records, options, bindings),
+    }
+
+
+def _scores(protocol: Protocol[Any], records: list[dict[str, Any]], options: Any, bindings: Bindings) -> dict[str, Any]:
+    """The protocol's scores; a judged protocol also names its judge there, pinned for leaderboards."""
+    scores = protocol.summarize(records, options)
+    if "judge" in protocol.roles and scores.get("judge") is None:
+        scores["judge"] = bindings.specs().get("judge")
+    return scores

@@ -1,0 +1,261 @@
+"""Sweeps: protocols × models × role bindings × seeds from one YAML file, run as one job.
+
+All runs share one cache, one set of backend instances and one set of concurrency lanes, and run
+at the same time: a backend's limit is shared by every run that uses it, and identical work (the
+same generated image needed by two runs that differ only in their understander) is done once.
+Re-running a sweep file resumes every run; adding a model runs only the new work.
+
+    name: demo
+    out: runs/sweep-demo          # default: runs/sweep-<file stem>
+    protocols: [umnibench]
+    models: [sim/umm]
+    roles:                        # role overrides; each entry is one binding variant
+      - {}
+      - {understand: "sim/umm?skill=0.5"}
+    seeds: [0]
+    options: {umnibench: {ability: full}}
+    cases: {umnibench: path/to/cases.jsonl}
+    limit: 10
+    concurrency: 4
+
+Models and role bindings can be placed on Ray (issue 14) in a ``placement:`` section keyed by the
+spec exactly as written under ``models:`` or as a value under ``roles:``; a role binding's spec is
+placed on its own, so a judge can have other replicas than the model it judges:
+
+    ray: auto                     # the cluster ('auto': join a running one or start a local one)
+    models: [sim/umm, "diffusers/tiny?steps=2"]
+    roles: [{}, {judge: "sim/umm?skill=0.5"}]
+    placement:
+      sim/umm: {replicas: 2, cpus: 0.5}
+      "diffusers/tiny?steps=2": {replicas: 4, gpus: 1, start_timeout: 600, max_restarts: 2}
+      "sim/umm?skill=0.5": {replicas: 1}
+
+An entry becomes the spec parameters ``placement=ray&replicas=…`` (the same ones `umni run` takes),
+which say where a backend runs and never what it answers: run directories, identities and cache keys
+are those of the unplaced sweep, so adding or changing placement resumes the same runs from the
+same cache. A ``placement:`` section without ``ray:`` uses ``ray: auto``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+import anyio
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from umni.backends.placement import PLACEMENT_PARAMS
+from umni.engine.runner import LanePool
+from umni.protocols.caseio import validation_errors
+from umni.reporting.leaderboard import build_tables, write_leaderboard
+from umni.run.config import RunConfig, build_config
+from umni.run.evaluation import RunResult, default_cache_dir, evaluate_async, prepare
+from umni.store.artifacts import fingerprint
+from umni.store.cache import Cache
+from umni.util.errors import InputError, InputErrors, StorageError, UmniError
+from umni.util.spec import Spec
+from umni.util.storage import exclusive_folder
+
+
+class Placement(BaseModel):
+    """Where one spec's backend runs: a pool of Ray actors (the spec parameters of `umni.placement`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    replicas: int = Field(1, ge=1)
+    gpus: float | None = Field(None, ge=0)
+    cpus: float | None = Field(None, ge=0)
+    start_timeout: float | None = Field(None, gt=0)
+    max_restarts: int | None = Field(None, ge=0)
+
+    def params(self) -> tuple[tuple[str, str], ...]:
+        given = self.model_dump(exclude_none=True)
+        return (("placement", "ray"), *((k, f"{v:g}" if isinstance(v, float) else str(v)) for k, v in given.items()))
+
+
+class SweepFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str | None = None
+    out: Path | None = None
+    #: the result store and image store of every run (as `umni run --cache/--blobs`: a path or a URL)
+    cache: str | None = None
+    blobs: str | None = None
+    protocols: list[str] = Field(min_length=1)
+    models: list[str | None] = Field(default_factory=lambda: list[str | None]([None]))
+    roles: list[dict[str, str]] = Field(default_factory=lambda: [dict[str, str]()])
+    seeds: list[int] = Field(default_factory=lambda: [0])
+    options: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    cases: dict[str, Path] = Field(default_factory=dict)
+    limit: int | None = None
+    concurrency: int | None = None
+    #: Ray cluster for models whose spec says placement=ray ('auto' or an address), as `umni run --ray`
+    ray: str | None = None
+    #: Ray placement of a model or role binding, keyed by its spec as written in `models:` / `roles:`
+    placement: dict[str, Placement] = Field(default_factory=dict)
+    #: retry settings of every run (as `umni run --max-attempts/--retry-budget/--call-timeout`)
+    max_attempts: int | None = None
+    retry_budget: float | None = None
+    call_timeout: float | None = None
+
+
+def load_sweep(path: Path) -> SweepFile:
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise InputError(f"invalid YAML: {exc}", path=path, line=mark.line + 1 if mark else None) from None
+    except OSError as exc:
+        raise InputError(f"cannot read the sweep file ({exc.strerror})", path=path) from None
+    if not isinstance(raw, dict):
+        raise InputError("a sweep file is a YAML mapping (protocols, models, roles, …)", path=path)
+    try:
+        sweep = SweepFile.model_validate(raw)
+    except ValidationError as exc:
+        raise InputErrors(validation_errors(exc, path=path, record=None)) from None
+    base = path.parent
+    sweep.cases = {k: (v if v.is_absolute() else base / v) for k, v in sweep.cases.items()}
+    if sweep.out is None:
+        sweep.out = Path("runs") / f"sweep-{sweep.name or path.stem}"
+    _check_placement(sweep, path)
+    return sweep
+
+
+def _check_placement(sweep: SweepFile, path: Path) -> None:
+    """Every placed spec is one the sweep uses and places nowhere else; placement implies Ray."""
+    if not sweep.placement:
+        return
+    written = {m for m in sweep.models if m is not None} | {s for roles in sweep.roles for s in roles.values()}
+    for text in sweep.placement:
+        field = f"placement.{text}"
+        if text not in written:
+            raise InputError(
+                f"no model or role binding of this sweep is spelt '{text}'; key placement by a spec exactly as "
+                f"written under models: or roles: ({', '.join(sorted(written)) or 'none given'})",
+                path=path,
+                field=field,
+            )
+        placed = PLACEMENT_PARAMS & set(Spec.parse(text).options)
+        if placed:
+            raise InputError(
+                f"'{text}' already sets {', '.join(sorted(placed))} in the spec; place it either there or here",
+                path=path,
+                field=field,
+            )
+    if sweep.ray is None:
+        sweep.ray = "auto"
+
+
+def placed(sweep: SweepFile, text: str) -> str:
+    """The spec a run uses for `text`: with the sweep's placement parameters, when it has any."""
+    where = sweep.placement.get(text)
+    if where is None:
+        return text
+    spec = Spec.parse(text)
+    return str(Spec(provider=spec.provider, name=spec.name, params=tuple(sorted((*spec.params, *where.params())))))
+
+
+def expand(sweep: SweepFile) -> list[RunConfig]:
+    """One run request per combination, each with its own run directory under the sweep's."""
+    requests = []
+    seen: dict[Path, str] = {}
+    for protocol, model, roles, seed in itertools.product(sweep.protocols, sweep.models, sweep.roles, sweep.seeds):
+        if model is None and not roles:
+            raise InputError("each run needs a model or role bindings: give `models:` or non-empty `roles:` entries")
+        label = fingerprint([model, sorted(roles.items()), seed, sweep.options.get(protocol, {})])[:10]
+        assert sweep.out is not None
+        what = f"protocol {protocol}, model {model}, roles {roles or '{}'}, seed {seed}"
+        if sweep.out / protocol / label in seen:
+            raise InputError(f"the sweep lists the same run twice ({what}); remove the repeated model, role binding or seed")
+        seen[sweep.out / protocol / label] = what
+        given = {
+            "protocol": protocol,
+            "out": sweep.out / protocol / label,
+            "cases": sweep.cases.get(protocol),
+            "model": None if model is None else placed(sweep, model),
+            "roles": [f"{r}={placed(sweep, s)}" for r, s in sorted(roles.items())] or None,
+            "cache": sweep.cache,
+            "blobs": sweep.blobs,
+            "limit": sweep.limit,
+            "concurrency": sweep.concurrency,
+            "ray": sweep.ray,
+            "seed": seed,
+            "options": dict(sweep.options.get(protocol, {})) or None,
+            "max_attempts": sweep.max_attempts,
+            "retry_budget": sweep.retry_budget,
+            "call_timeout": sweep.call_timeout,
+            "progress": False,
+        }
+        # only what the sweep file sets is set, as on the command line (run.json keeps those)
+        requests.append(build_config({k: v for k, v in given.items() if v is not None}, source=f"sweep run ({what})"))
+    return requests
+
+
+def _first_umni_error(group: BaseExceptionGroup) -> UmniError | None:
+    """The error to report when runs of a sweep fail together: the first umni error, which the CLI
+    prints as one line (a storage fault first, as it explains the others)."""
+    found: list[UmniError] = []
+
+    def walk(g: BaseExceptionGroup) -> None:
+        for exc in g.exceptions:
+            if isinstance(exc, BaseExceptionGroup):
+                walk(exc)
+            elif isinstance(exc, UmniError):
+                found.append(exc)
+
+    walk(group)
+    storage = [e for e in found if isinstance(e, StorageError)]
+    return (storage or found or [None])[0]
+
+
+def run_sweep(path: Path) -> tuple[Path, list[RunResult]]:
+    sweep = load_sweep(path)
+    requests = expand(sweep)
+    shared: dict[str, Any] = {}
+    prepared = [prepare(r, shared=shared) for r in requests]  # every input error before any work
+    return anyio.run(lambda: _run_all(sweep, requests, prepared, shared))
+
+
+async def _run_all(sweep: SweepFile, requests: list[RunConfig], prepared: list[Any], shared: dict[str, Any]) -> tuple[Path, list[RunResult]]:
+    assert sweep.out is not None
+    lanes = LanePool()
+    cache = Cache(sweep.cache or default_cache_dir(), blobs=sweep.blobs)
+    results: list[RunResult | None] = [None] * len(requests)
+
+    async def one(index: int) -> None:
+        results[index] = await evaluate_async(requests[index], prepared[index], lanes=lanes, cache=cache, close_backends=False)
+
+    try:
+        with exclusive_folder(sweep.out, ".sweep.lock", "another umni sweep is running into this folder; wait for it to finish"):
+            try:
+                async with anyio.create_task_group() as tg:
+                    for index in range(len(requests)):
+                        tg.start_soon(one, index)
+            finally:  # a crashed sweep still leaves the leaderboard of the runs that finished
+                done = [r for r in results if r is not None]
+                if done or all(r is not None for r in results):
+                    _write_sweep_outputs(sweep.out, done)
+    except BaseExceptionGroup as group:
+        error = _first_umni_error(group)
+        if error is None:
+            raise
+        raise error from None
+    finally:
+        for backend in shared.values():
+            await backend.ensure_closed()
+        cache.close()
+    return sweep.out, done
+
+
+def _write_sweep_outputs(out: Path, done: list[RunResult]) -> None:
+    summaries = [r.summary for r in done]
+    write_leaderboard(build_tables(summaries), out)
+    (out / "sweep.json").write_text(
+        json.dumps({"runs": [{"out": str(r.out), "bindings": r.summary["bindings"], "protocol": r.summary["protocol"]} for r in done]}, indent=2)
+    )
+    from umni.reporting.sweep_report import write_sweep_report
+
+    write_sweep_report(out, done)

@@ -1,0 +1,58 @@
+"""Where results live: the node-result cache (SQLite by default, PostgreSQL to share it between
+machines), content-addressed image blobs, a run's own `run.db`, the INCOMPLETE marker, the store URLs
+and the default cache location. Nothing here knows what a graph or a protocol is; it keeps bytes by
+key and checks them when they come back.
+"""
+
+from __future__ import annotations
+
+from umni.store.artifacts import (
+    MAX_CASE_PIXELS,
+    BlobStore,
+    ImageRef,
+    as_stored,
+    atomic_write_text,
+    canonical_json,
+    check_image_file,
+    encode_for_store,
+    encode_png,
+    fingerprint,
+    load_case_image,
+)
+from umni.store.cache import Cache, RunStore
+from umni.store.completion import MARKER, is_complete, mark_complete, mark_incomplete, require_complete
+from umni.store.location import default_cache_dir
+from umni.store.results import Batches, ResultStore, StoredRow, row_checksum
+from umni.store.urls import describe, is_url, open_blobs, open_results, register_blob_scheme, run_blobs
+
+__all__ = [
+    "as_stored",
+    "atomic_write_text",
+    "Batches",
+    "BlobStore",
+    "Cache",
+    "canonical_json",
+    "check_image_file",
+    "default_cache_dir",
+    "describe",
+    "encode_for_store",
+    "encode_png",
+    "fingerprint",
+    "ImageRef",
+    "is_complete",
+    "is_url",
+    "load_case_image",
+    "mark_complete",
+    "mark_incomplete",
+    "MARKER",
+    "MAX_CASE_PIXELS",
+    "open_blobs",
+    "open_results",
+    "register_blob_scheme",
+    "require_complete",
+    "ResultStore",
+    "row_checksum",
+    "run_blobs",
+    "RunStore",
+    "StoredRow",
+]

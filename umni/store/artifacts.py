@@ -1,0 +1,263 @@
+"""Artifacts: what nodes produce and consume, and the content-addressed image store.
+
+Images are stored once, as PNG files named by the sha256 of their bytes, and passed around as
+`ImageRef` (hash and size). Everything else a node produces is a small JSON-able record. Hashing a
+value (`fingerprint`) is how the cache tells whether a node's inputs changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import tempfile
+import threading
+import warnings
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+
+from PIL import Image, PngImagePlugin
+from pydantic import BaseModel, ConfigDict
+
+from umni.util.errors import InputError
+from umni.util.secrets import scrub
+from umni.util.storage import file_mode, storage_guard
+
+#: How many decoded images a BlobStore keeps at hand.
+DECODED_KEPT = 64
+
+#: Largest case image (width x height) umni decodes: a PNG header may declare 20000x20000 px in a few
+#: KB, and decoding it would take gigabytes. 8192 x 8192 covers every published benchmark image.
+MAX_CASE_PIXELS = 8192 * 8192
+
+#: PNG text chunks with this prefix travel with an image (the reference backend keeps its scene there).
+CARRIED_TEXT_PREFIX = "umni-"
+
+
+class ImageRef(BaseModel):
+    """A stored image, by content hash."""
+
+    model_config = ConfigDict(frozen=True)
+
+    sha256: str
+    width: int
+    height: int
+
+    @property
+    def filename(self) -> str:
+        return f"{self.sha256}.png"
+
+
+def _encode(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, (set, frozenset)):
+        return sorted(value)
+    if isinstance(value, Path):
+        return str(value)
+    raise TypeError(f"cannot fingerprint a value of type {type(value).__name__}")
+
+
+#: Built once: `json.dumps` with options builds an encoder per call, a measurable share of every key.
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_encode)
+
+
+def canonical_json(value: Any) -> str:
+    """JSON with sorted keys and no spaces: equal values give equal text, so equal hashes."""
+    return _CANONICAL.encode(value)
+
+
+def fingerprint(value: Any) -> str:
+    return hashlib.sha256(canonical_json(value).encode()).hexdigest()
+
+
+def as_stored(image: Image.Image) -> Image.Image:
+    """The image exactly as reading its stored PNG back gives it: a PNG-native mode, and only the
+    umni text chunks. Readers of a fresh image get this, so a resumed run sees the same input."""
+    stored = image.copy() if image.mode in ("RGB", "RGBA", "L") else image.convert("RGB")
+    stored.info = {
+        k: v for k, v in image.info.items() if isinstance(k, str) and k.startswith(CARRIED_TEXT_PREFIX) and isinstance(v, str)
+    }
+    return stored
+
+
+def encode_png(image: Image.Image) -> bytes:
+    """PNG bytes of `image`, keeping the umni text chunks it carries and nothing else variable."""
+    stored = as_stored(image)
+    info = PngImagePlugin.PngInfo()
+    for key, value in sorted(stored.info.items()):
+        if isinstance(key, str) and isinstance(value, (str, bytes)):  # as_stored keeps only text chunks
+            info.add_text(key, value)
+    buffer = io.BytesIO()
+    stored.save(buffer, format="PNG", pnginfo=info, compress_level=1)
+    return buffer.getvalue()
+
+
+def encode_for_store(image: Image.Image) -> tuple[Image.Image, bytes]:
+    """`as_stored(image)` and its PNG bytes, in one pass (run in a worker thread by the runner)."""
+    stored = as_stored(image)
+    return stored, encode_png(stored)
+
+
+def _atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
+    """Write through a temporary file and rename, so a crash never leaves a half-written file.
+
+    `durable` also fsyncs before the rename, against power loss. Image blobs skip it: they are
+    verified by hash whenever they are used, so a blob torn by a power cut is a cache miss, and
+    an fsync per image would dominate the cost of a fast backend.
+    """
+    with storage_guard(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
+        try:
+            os.fchmod(fd, file_mode())  # mkstemp makes 0600; a shared cache needs what the umask allows
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                if durable:
+                    handle.flush()
+                    os.fsync(handle.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write a run's or a leaderboard's text file atomically, credentials scrubbed (`umni.secrets`)."""
+    _atomic_write(path, scrub(text).encode())
+
+
+def check_image_file(path: str | Path, *, max_pixels: int = MAX_CASE_PIXELS) -> tuple[int, int]:
+    """(width, height) of a case image, after reading its header and checking its structure.
+
+    Raises InputError naming the file when it is missing, not an image Pillow reads, damaged, or
+    larger than `max_pixels` (a decompression bomb) — all things the user fixes in the case folder,
+    so `umni cases check` reports them and a run records them as `input` failures.
+    """
+    path = Path(path)
+    try:
+        with warnings.catch_warnings():  # the size is checked below, against MAX_CASE_PIXELS
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            opened = Image.open(path)
+        with opened as image:
+            width, height = image.size
+            if width * height > max_pixels:
+                raise InputError(
+                    f"image of {width}x{height} px exceeds the limit of {max_pixels} px (MAX_CASE_PIXELS)", path=path
+                )
+            image.verify()  # chunk structure and checksums, without decoding the pixels
+    except InputError:
+        raise
+    except FileNotFoundError:
+        raise InputError("image file not found", path=path) from None
+    except Image.DecompressionBombError as exc:
+        raise InputError(f"image is too large to decode safely ({exc})", path=path) from None
+    except Exception as exc:  # UnidentifiedImageError, truncated or corrupt data, a folder...
+        reason = "not an image file umni can read" if isinstance(exc, Image.UnidentifiedImageError) else f"damaged image ({exc})"
+        raise InputError(reason, path=path) from None
+    return width, height
+
+
+def load_case_image(path: str | Path, *, max_pixels: int = MAX_CASE_PIXELS) -> Image.Image:
+    """The decoded case image, checked as `check_image_file` does; decoding errors are InputError."""
+    check_image_file(path, max_pixels=max_pixels)
+    try:
+        with Image.open(path) as image:
+            image.load()
+            return image.copy() if image.mode in ("RGB", "RGBA", "L") else image.convert("RGB")  # keeps .info
+    except Exception as exc:  # truncated pixel data found only on decoding
+        raise InputError(f"damaged image ({exc})", path=path) from None
+
+
+class BlobStore:
+    """Images stored once as `<root>/<aa>/<sha256>.png`, written atomically.
+
+    A blob is trusted only if its bytes still hash to its name; `open` checks that, so a file
+    damaged after it was written is treated as missing rather than used.
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+        with storage_guard(self.root):
+            self.root.mkdir(parents=True, exist_ok=True)
+        self._verified: dict[str, tuple[int, int]] = {}  # sha -> (mtime_ns, size) of the file checked
+        self._decoded: OrderedDict[str, Image.Image] = OrderedDict()  # recently opened images
+        self._decoded_lock = threading.Lock()  # images are decoded in worker threads too
+
+    def verify(self, sha256: str) -> bool:
+        """Whether the blob exists and its bytes hash to its name (checked once per file version)."""
+        path = self.path(sha256)
+        try:
+            stat = path.stat()
+        except FileNotFoundError:
+            return False
+        version = (stat.st_mtime_ns, stat.st_size)
+        if self._verified.get(sha256) == version:
+            return True
+        with storage_guard(path):
+            data = path.read_bytes()
+        if hashlib.sha256(data).hexdigest() != sha256:
+            return False
+        self._verified[sha256] = version
+        return True
+
+    def path(self, sha256: str) -> Path:
+        return self.root / sha256[:2] / f"{sha256}.png"
+
+    def put_png(self, data: bytes, width: int, height: int, *, decoded: Image.Image | None = None) -> ImageRef:
+        """Store PNG bytes; `decoded` (the image they encode) is kept for the readers that follow."""
+        sha = hashlib.sha256(data).hexdigest()
+        target = self.path(sha)
+        if not self.verify(sha):  # absent, or damaged by a crash or a disk: (re)write it
+            _atomic_write(target, data, durable=False)
+        if decoded is not None:
+            self._remember(sha, decoded)
+        return ImageRef(sha256=sha, width=width, height=height)
+
+    def _remember(self, sha: str, image: Image.Image) -> None:
+        with self._decoded_lock:
+            self._decoded[sha] = image
+            self._decoded.move_to_end(sha)
+            if len(self._decoded) > DECODED_KEPT:
+                self._decoded.popitem(last=False)
+
+    def is_decoded(self, sha256: str) -> bool:
+        """Whether `open` would copy a kept image rather than decode the file."""
+        return sha256 in self._decoded
+
+    def put(self, image: Image.Image) -> ImageRef:
+        return self.put_png(encode_png(image), image.width, image.height)
+
+    def put_file(self, path: Path) -> ImageRef:
+        """Store an image file given by a case (any format PIL reads) as PNG; an unreadable, damaged
+        or oversized image is an InputError naming the file."""
+        return self.put(load_case_image(path))
+
+    def has(self, ref: ImageRef) -> bool:
+        return self.path(ref.sha256).exists()
+
+    def read_bytes(self, ref: ImageRef) -> bytes:
+        path = self.path(ref.sha256)
+        with storage_guard(path):
+            data = path.read_bytes()
+        if hashlib.sha256(data).hexdigest() != ref.sha256:
+            raise FileNotFoundError(f"image blob {ref.sha256} is damaged")
+        return data
+
+    def open(self, ref: ImageRef) -> Image.Image:
+        """The decoded image (a private copy: callers may change it).
+
+        A stage's image is read by every question about it, so the last few decoded images are
+        kept; decoding a PNG costs far more than copying pixels.
+        """
+        with self._decoded_lock:
+            image = self._decoded.get(ref.sha256)
+        if image is None:
+            image = Image.open(io.BytesIO(self.read_bytes(ref)))
+            image.load()
+        self._remember(ref.sha256, image)
+        copy = image.copy()
+        copy.info = dict(image.info)
+        return copy
