@@ -53,6 +53,8 @@ The backend never retries: the engine owns retrying (with a bound), so each fail
 exactly one `BackendError` that says whether trying again can help and, when the server named a
 wait (``Retry-After``), how long to wait. The API key is read from the environment when the client
 opens and lives only in the client's headers: it is kept out of identity, repr, logs and errors.
+A ``base_url`` carrying ``user:password@`` is refused (`ConfigError` on ``base_url``): the HTTP client
+would send those as Basic auth in place of the key, and a credential does not belong in a spec.
 """
 
 from __future__ import annotations
@@ -208,6 +210,7 @@ class OpenAIBackend(Backend):
     Params = OpenAIParams
 
     def __init__(self, spec: Spec) -> None:
+        _refuse_url_credentials(spec)  # before parsing: a parameter error would quote the URL
         super().__init__(spec)
         params: OpenAIParams = self.params
         self.model = spec.name
@@ -218,8 +221,6 @@ class OpenAIBackend(Backend):
         self.cool_off_s = params.cool_off
         self.base_url = self.base_urls[0]
         self.host = urlsplit(self.base_url).hostname or ""
-        for url in self.base_urls:
-            register_secret(urlsplit(url).password)  # kept for the request, masked in everything written
         self.api_key_env = params.api_key_env
         if "api_key_env" in spec.options and not os.environ.get(self.api_key_env):
             raise ConfigError(
@@ -792,6 +793,27 @@ def _endpoint(base_url: str) -> str:
 
 
 # -- spec helpers ----------------------------------------------------------------------------------
+
+
+def _refuse_url_credentials(spec: Spec) -> None:
+    """Refuse ``user:password@`` in any ``base_url``. The HTTP client would turn it into Basic auth
+    that replaces the API key's Bearer header on every request, and a credential in a spec would be
+    on the command line. The message names the field, never the user or the password."""
+    raw = spec.options.get("base_url")
+    if not raw:
+        return
+    for url in raw.split(","):
+        try:
+            netloc = urlsplit(url.strip()).netloc
+        except ValueError:
+            continue  # not a URL at all: the parameter check words that
+        if "@" in netloc:
+            raise ConfigError(
+                f"backend spec 'openai/{spec.name}': base_url carries user information (user:password@host); "
+                "umni does not send credentials from a URL. Give the key through the environment variable "
+                "that api_key_env names (default OPENAI_API_KEY): it is sent as a Bearer token",
+                field="base_url",
+            )
 
 
 def _parse_roles(spec: Spec, raw: str | None) -> frozenset[str]:
