@@ -42,7 +42,8 @@ engine's retry policy applies. Both parameters are operational: not identity, no
 
 Limits (see http_limits): ``timeout`` bounds a whole attempt, every byte read included;
 ``max_response_bytes`` (default 64 MiB) caps a response body and ``max_pixels`` (default 8192 x 8192)
-a returned image, checked from its header before decoding.
+a returned image, checked from its header before decoding. An image returned as a ``data:`` URL is
+decoded from the reply itself under the same caps; only http(s) URLs are fetched.
 
 Only fields every compatible server understands are sent (vLLM and SGLang serve the same chat API
 but not every OpenAI extra), and optional ones (``temperature``, ``size``, ``quality``…) are sent
@@ -68,7 +69,7 @@ import time
 from collections.abc import Mapping, Sequence
 from email.utils import parsedate_to_datetime
 from typing import Any, ClassVar, Literal
-from urllib.parse import urlsplit
+from urllib.parse import unquote_to_bytes, urlsplit
 
 import httpx
 from PIL import Image
@@ -438,10 +439,41 @@ class OpenAIBackend(Backend):
             except (ValueError, TypeError) as exc:
                 raise self._malformed(f"data[0].b64_json is not base64 ({exc})") from None
         elif first.get("url"):
-            raw = await self._fetch_image(str(first["url"]))
+            url = str(first["url"]).strip()
+            scheme = urlsplit(url).scheme.lower() if ":" in url else ""
+            if scheme == "data":  # the image itself, inside the reply the size cap already bounded
+                raw = self._data_url_bytes(url)
+                source = f"{self.model} at {self.host} (a data: URL)"
+                return decode_image(raw, source=source, max_pixels=self.max_pixels)
+            if scheme not in ("", "http", "https"):
+                raise BackendError(
+                    f"{self._who()}: data[0].url has the scheme '{truncate(scheme, 20)}'; an image is fetched from an "
+                    "http(s) URL or read from a data: URL",
+                    retryable=False,
+                )
+            raw = await self._fetch_image(url)
         else:
             raise self._malformed("data[0] has neither b64_json nor url")
         return decode_image(raw, source=f"{self.model} at {self.host}", max_pixels=self.max_pixels)
+
+    def _data_url_bytes(self, url: str) -> bytes:
+        """The bytes a ``data:[<media type>][;base64],<data>`` URL carries (RFC 2397), read here: it is
+        never a path to fetch. A declared media type other than an image is refused by name."""
+        header, comma, payload = url[len("data:") :].partition(",")
+        if not comma:
+            raise self._malformed("data[0].url is a data: URL with no comma before its data")
+        fields = [f.strip().lower() for f in header.split(";")]
+        media = fields[0]
+        if media and not media.startswith("image/") and media != "application/octet-stream":
+            raise BackendError(
+                f"{self._who()}: data[0].url is a data: URL of {truncate(media, 60)}, not an image", retryable=False
+            )
+        if "base64" in fields[1:]:
+            try:
+                return base64.b64decode("".join(payload.split()), validate=True)
+            except (ValueError, TypeError) as exc:
+                raise self._malformed(f"data[0].url is a data: URL whose base64 does not decode ({exc})") from None
+        return unquote_to_bytes(payload)
 
     async def _fetch_image(self, url: str) -> bytes:
         # An image handed out by URL lives on the server that made it, which takes the key.
