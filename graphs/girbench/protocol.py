@@ -650,13 +650,13 @@ class GirBench(Protocol[GirCase, GirOptions]):
             image = g.generate("image", [data.prompt])
             found = g.tool("detect", DETECT, image, labels=list(data.task.objects))
             truth = {"objects": list(data.task.objects), "number": list(data.task.number)}
-            score = _score(g, "score", scoring.score_numerical, truth, version="2", detections=found)
+            score = _score(g, "score", scoring.score_numerical, truth, version="3", detections=found)
             h = GirHandles(image, score, (image, found))
         elif isinstance(data, SpatialCase):
             image = g.generate("image", [data.prompt])
             found = g.tool("detect", DETECT, image, labels=data.labels)
             truth = {"labels": data.labels, "relations": [list(r) for r in data.relations]}
-            score = _score(g, "score", scoring.score_spatial, truth, version="2", detections=found)
+            score = _score(g, "score", scoring.score_spatial, truth, version="3", detections=found)
             h = GirHandles(image, score, (image, found))
         elif isinstance(data, TextCase):
             image = g.generate("image", [data.prompt])
