@@ -236,10 +236,12 @@ def union_box(boxes: Sequence[Box]) -> Box:
     )
 
 
-def relation_holds(subject: Box, obj: Box, direction: str, *, overlap_fraction: float = SPATIAL_OVERLAP_FRACTION) -> bool:
+def relation_holds(subject: Box, obj: Box, direction: str | None, *, overlap_fraction: float = SPATIAL_OVERLAP_FRACTION) -> bool:
     """Whether `subject` lies in `direction` of `obj` (image coordinates: y grows downward).
 
-    The offset is subject centre minus object centre. If on every axis that offset is within
+    `direction` is compared exactly, as officially: any word other than left, right, above, up, below,
+    down (``"Left"`` included) is a relation that does not hold. The offset is subject centre minus
+    object centre. If on every axis that offset is within
     ``overlap_fraction * (size_subject + size_object)`` (up to the code's 1e-3 tolerance) the two
     boxes sit on top of each other and no direction holds. Otherwise the offset is made a unit vector
     and its component along the direction must exceed 0.5 (about 60 degrees either side).
@@ -266,7 +268,7 @@ def relation_holds(subject: Box, obj: Box, direction: str, *, overlap_fraction: 
         return bool(dy < -SPATIAL_DIRECTION_MIN)
     if direction in ("below", "down"):
         return bool(dy > SPATIAL_DIRECTION_MIN)
-    raise ValueError(f"unknown direction {direction!r}; expected left, right, above, up, below or down")
+    return False  # officially any other word ("Left", "behind") or none is a relation that never holds
 
 
 @dataclass

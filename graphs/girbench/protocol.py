@@ -406,6 +406,7 @@ def load_tasks(root: Path, options: GirOptions) -> CaseSet[GirCase]:
             loaded = [GirCase(task, f"numerical/{c.id}", c) for c in load_numerical_cases(find_task_file(root, NUMERICAL_FILE))]
         elif task == "spatial":
             loaded = [GirCase(task, f"spatial/{c.id}", c) for c in load_spatial_cases(find_task_file(root, SPATIAL_FILE))]
+            notes += [Note(case.id, where, message) for case in loaded for where, message in case.data.notes()]
         elif task == "text":
             loaded = [GirCase(task, f"text/{c.id}", c) for c in load_text_cases(find_task_file(root, TEXT_FILE))]
         elif task == "puzzle":

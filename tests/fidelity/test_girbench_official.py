@@ -177,6 +177,51 @@ def test_relation_indices_name_objects_by_position():
     assert case.relations == [("red cat", "left", "car")]
 
 
+def _spatial(objects: list, relations: list, colors: list | None = None) -> SpatialCase:
+    task = {"objects": objects, "relative_position": relations, **({"colors": colors} if colors is not None else {})}
+    return SpatialCase.model_validate({"id": 1, "prompt": "p", "task": task})
+
+
+def test_objects_of_one_name_load_when_colours_tell_them_apart():
+    # Issue 25 item 18. Officially the detector is asked for "red cube" and "blue cube": two labels.
+    case = _spatial(["cube", "cube"], [{"subject": 0, "direction": "left", "object": 1}], ["red", "blue"])
+    assert case.labels == ["red cube", "blue cube"]
+    assert case.relations == [("red cube", "left", "blue cube")]
+    # a relation naming "cube" gets the colour of its last occurrence, as the official name -> colour
+    # map (built in order, later entries overwriting earlier ones) gives it; an index names its own
+    by_name = _spatial(["cube", "cube"], [{"subject": "cube", "direction": "left", "object": 0}], ["red", "blue"])
+    assert by_name.relations == [("blue cube", "left", "red cube")]
+
+
+def test_a_direction_that_is_not_one_of_the_six_words_loads_and_never_holds():
+    # Issue 25 item 18. The official check compares the direction with left/right/up/above/down/below
+    # exactly; "Left" (or "behind") matches none, so the relation is false, not an error.
+    from umni_graphs.girbench.scoring import score_spatial
+
+    for word in ("Left", "behind"):
+        case = _spatial(["cat", "car"], [{"subject": "cat", "direction": word, "object": "car"}])
+        assert case.relations == [("cat", word, "car")]
+        truth = {"labels": case.labels, "relations": [list(r) for r in case.relations]}
+        out = score_spatial(truth, detections=[_box("cat", 0), _box("car", 100)])  # the cat IS left of the car
+        assert out["score"] == 0.0 and out["umni_score"] == 0.0 and out["relations"] == [False]
+
+
+def test_cases_check_says_which_spatial_records_can_never_pass(tmp_path):
+    records = [
+        {"id": 1, "prompt": "p", "task": {"objects": ["cat", "car"], "relative_position": [{"subject": "cat", "direction": "Left", "object": "car"}]}},
+        {"id": 2, "prompt": "p", "task": {"objects": ["cube", "cube"], "relative_position": []}},
+        {"id": 3, "prompt": "p", "task": {"objects": ["cube", "cube"], "colors": ["red", "blue"], "relative_position": []}},
+    ]
+    (tmp_path / "prompt").mkdir()
+    (tmp_path / "prompt" / "SpatialLayout.json").write_text(json.dumps(records))
+    case_set = PROTOCOL.load(tmp_path, GirOptions(tasks="spatial"))
+    assert [c.id for c in case_set.cases] == ["spatial/1", "spatial/2", "spatial/3"]  # all loaded, as officially
+    notes = {(n.record, n.field): n.message for n in case_set.notes}
+    assert set(notes) == {("spatial/1", "relative_position[0].direction"), ("spatial/2", "objects")}
+    assert "'Left'" in notes[("spatial/1", "relative_position[0].direction")]
+    assert "'cube'" in notes[("spatial/2", "objects")]
+
+
 def test_empty_relative_position_scores_on_detection_alone():
     from umni_graphs.girbench.scoring import score_spatial
 
