@@ -213,7 +213,7 @@ class SpatialCase(_Record):
         return out
 
     @property
-    def relations(self) -> list[tuple[str | list[str], str, str | list[str]]]:
+    def relations(self) -> list[tuple[str | list[str], str | None, str | list[str]]]:
         """Relations with object names replaced by detector labels, ready for `metrics.spatial_case`."""
 
         def side(s: int | str | list[str]) -> str | list[str]:

@@ -297,7 +297,7 @@ def _group_box(names: str | Sequence[str], boxes_by_key: Mapping[str, list[Box]]
 def spatial_case(
     detections: Iterable[Any],
     labels: Sequence[str],
-    relations: Sequence[tuple[str | Sequence[str], str, str | Sequence[str]]],
+    relations: Sequence[tuple[str | Sequence[str], str | None, str | Sequence[str]]],
 ) -> SpatialVerdict:
     """Judge one layout from detections (Detection objects or ``(label, box)`` pairs).
 
