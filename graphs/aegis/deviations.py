@@ -24,9 +24,9 @@ DEVIATIONS: dict[str, tuple[str, str, bool]] = {
         True,
     ),
     "json-in-prose": (
-        "the reply must be one JSON object (or Python literal); an object inside surrounding prose is an "
-        "evaluation failure",
-        "the object carrying answer_list is found inside prose or a code fence and scored",
+        "the reply must be one JSON object (or Python literal) once every ```python, ```json and ``` marker "
+        "is deleted; an object inside surrounding prose, or behind another fence tag (```JSON), is unparsed",
+        "the object carrying answer_list is found inside prose or a code fence of any tag and scored",
         True,
     ),
     "answer-list-shape": (
@@ -67,8 +67,18 @@ def deviations(
             for r, o in zip(records, official)
             if r["status"] == "evaluation_failure" and o.get("status") == "scored" and o.get("read_as", "list") == "list"
         ),
-        "json-in-prose": sum(1 for r in records if r.get("judge_from_prose")),
-        "answer-list-shape": sum(1 for o in official if o.get("read_as", "list") != "list"),
+        # umni read an object the official reader does not see whole: inside prose, or behind a fence tag
+        # other than python/json
+        "json-in-prose": sum(
+            1
+            for r, o in zip(records, official)
+            if r.get("judge_from_prose") or (r["status"] == "scored" and o.get("read_as") == "parsed_error")
+        ),
+        "answer-list-shape": sum(
+            1
+            for r, o in zip(records, official)
+            if o.get("read_as", "list") != "list" and not (r["status"] == "scored" and o.get("read_as") == "parsed_error")
+        ),
         "no-eval": sum(1 for o in official if o.get("stop")),
     }
     out = []

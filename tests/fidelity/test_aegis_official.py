@@ -14,6 +14,8 @@ from collections.abc import Sequence
 
 import anyio
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from umni.backends import Backend
 from umni.bindings import Bindings
@@ -166,6 +168,39 @@ def test_the_official_reading_of_every_reply_shape(text, n, rows, read_as):
 def test_replies_the_official_scripts_stop_on_have_no_official_reading(text, says):
     read = P.official_judgement(text, 2)
     assert read.rows == () and says in read.stop
+
+
+_PIECES = [
+    '{"answer_list": ', "{'answer_list': ", '"reason_list": ["a", "b"]', "'reason_list': []", "[", "]", "(", ")",
+    '"Y"', '"N"', "'y'", '"yes"', '"Y."', "True", "true", '"YN"', ", ", "}", "{", "```json\n", "```JSON\n",
+    "```", "\n", "Sure: ", "null", "3", "*2",
+]  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=12).map("".join))
+def test_whenever_umni_scores_a_whole_reply_the_official_reading_is_the_same(text):
+    """A reply umni scores from a whole JSON object is scored the same officially, unless a listed
+    deviation applies: a fence tag other than python/json (the official reader leaves the tag), or a
+    reply object without reason_list (the official scripts stop)."""
+    try:
+        verdict = P.parse_judge_reply(text, 2)
+    except ParseFailure:
+        return
+    read = P.official_judgement(text, 2)
+    if verdict.from_prose or read.stop is not None or "```JSON" in text:
+        return
+    assert read.rows == (sum(verdict.answers) / 2,) and read.read_as == "list"
+
+
+def test_a_fence_tag_the_official_reader_leaves_is_counted_as_json_in_prose(understanding_cases, tmp_path):
+    a = understanding_cases[0]
+    text = "```JSON\n" + answers(*(["Y"] * len(a.checklist))) + "\n```"
+    rec, _ = run_case(a, [text], tmp_path)
+    assert rec["status"] == "scored" and rec["score"] == 1.0
+    assert rec["official"]["read_as"] == "parsed_error"  # 'JSON' stays in front of the object: nothing parses
+    listed = {d["id"]: d for d in PROTOCOL.summarize([rec], PROTOCOL.parse_options({}))["deviations"]}
+    assert listed["json-in-prose"]["cases"] == 1 and listed["answer-list-shape"]["cases"] == 0
 
 
 def test_a_string_answer_list_is_scored_officially_and_asked_again_by_umni():
