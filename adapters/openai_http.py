@@ -42,7 +42,8 @@ engine's retry policy applies. Both parameters are operational: not identity, no
 
 Limits (see http_limits): ``timeout`` bounds a whole attempt, every byte read included;
 ``max_response_bytes`` (default 64 MiB) caps a response body and ``max_pixels`` (default 8192 x 8192)
-a returned image, checked from its header before decoding.
+a returned image, checked from its header before decoding. An image returned as a ``data:`` URL is
+decoded from the reply itself under the same caps; only http(s) URLs are fetched.
 
 Only fields every compatible server understands are sent (vLLM and SGLang serve the same chat API
 but not every OpenAI extra), and optional ones (``temperature``, ``size``, ``quality``…) are sent
@@ -53,6 +54,8 @@ The backend never retries: the engine owns retrying (with a bound), so each fail
 exactly one `BackendError` that says whether trying again can help and, when the server named a
 wait (``Retry-After``), how long to wait. The API key is read from the environment when the client
 opens and lives only in the client's headers: it is kept out of identity, repr, logs and errors.
+A ``base_url`` carrying ``user:password@`` is refused (`ConfigError` on ``base_url``): the HTTP client
+would send those as Basic auth in place of the key, and a credential does not belong in a spec.
 """
 
 from __future__ import annotations
@@ -66,7 +69,7 @@ import time
 from collections.abc import Mapping, Sequence
 from email.utils import parsedate_to_datetime
 from typing import Any, ClassVar, Literal
-from urllib.parse import urlsplit
+from urllib.parse import unquote_to_bytes, urlsplit
 
 import httpx
 from PIL import Image
@@ -208,6 +211,7 @@ class OpenAIBackend(Backend):
     Params = OpenAIParams
 
     def __init__(self, spec: Spec) -> None:
+        _refuse_url_credentials(spec)  # before parsing: a parameter error would quote the URL
         super().__init__(spec)
         params: OpenAIParams = self.params
         self.model = spec.name
@@ -218,8 +222,6 @@ class OpenAIBackend(Backend):
         self.cool_off_s = params.cool_off
         self.base_url = self.base_urls[0]
         self.host = urlsplit(self.base_url).hostname or ""
-        for url in self.base_urls:
-            register_secret(urlsplit(url).password)  # kept for the request, masked in everything written
         self.api_key_env = params.api_key_env
         if "api_key_env" in spec.options and not os.environ.get(self.api_key_env):
             raise ConfigError(
@@ -437,10 +439,41 @@ class OpenAIBackend(Backend):
             except (ValueError, TypeError) as exc:
                 raise self._malformed(f"data[0].b64_json is not base64 ({exc})") from None
         elif first.get("url"):
-            raw = await self._fetch_image(str(first["url"]))
+            url = str(first["url"]).strip()
+            scheme = urlsplit(url).scheme.lower() if ":" in url else ""
+            if scheme == "data":  # the image itself, inside the reply the size cap already bounded
+                raw = self._data_url_bytes(url)
+                source = f"{self.model} at {self.host} (a data: URL)"
+                return decode_image(raw, source=source, max_pixels=self.max_pixels)
+            if scheme not in ("", "http", "https"):
+                raise BackendError(
+                    f"{self._who()}: data[0].url has the scheme '{truncate(scheme, 20)}'; an image is fetched from an "
+                    "http(s) URL or read from a data: URL",
+                    retryable=False,
+                )
+            raw = await self._fetch_image(url)
         else:
             raise self._malformed("data[0] has neither b64_json nor url")
         return decode_image(raw, source=f"{self.model} at {self.host}", max_pixels=self.max_pixels)
+
+    def _data_url_bytes(self, url: str) -> bytes:
+        """The bytes a ``data:[<media type>][;base64],<data>`` URL carries (RFC 2397), read here: it is
+        never a path to fetch. A declared media type other than an image is refused by name."""
+        header, comma, payload = url[len("data:") :].partition(",")
+        if not comma:
+            raise self._malformed("data[0].url is a data: URL with no comma before its data")
+        fields = [f.strip().lower() for f in header.split(";")]
+        media = fields[0]
+        if media and not media.startswith("image/") and media != "application/octet-stream":
+            raise BackendError(
+                f"{self._who()}: data[0].url is a data: URL of {truncate(media, 60)}, not an image", retryable=False
+            )
+        if "base64" in fields[1:]:
+            try:
+                return base64.b64decode("".join(payload.split()), validate=True)
+            except (ValueError, TypeError) as exc:
+                raise self._malformed(f"data[0].url is a data: URL whose base64 does not decode ({exc})") from None
+        return unquote_to_bytes(payload)
 
     async def _fetch_image(self, url: str) -> bytes:
         # An image handed out by URL lives on the server that made it, which takes the key.
@@ -792,6 +825,27 @@ def _endpoint(base_url: str) -> str:
 
 
 # -- spec helpers ----------------------------------------------------------------------------------
+
+
+def _refuse_url_credentials(spec: Spec) -> None:
+    """Refuse ``user:password@`` in any ``base_url``. The HTTP client would turn it into Basic auth
+    that replaces the API key's Bearer header on every request, and a credential in a spec would be
+    on the command line. The message names the field, never the user or the password."""
+    raw = spec.options.get("base_url")
+    if not raw:
+        return
+    for url in raw.split(","):
+        try:
+            netloc = urlsplit(url.strip()).netloc
+        except ValueError:
+            continue  # not a URL at all: the parameter check words that
+        if "@" in netloc:
+            raise ConfigError(
+                f"backend spec 'openai/{spec.name}': base_url carries user information (user:password@host); "
+                "umni does not send credentials from a URL. Give the key through the environment variable "
+                "that api_key_env names (default OPENAI_API_KEY): it is sent as a Bearer token",
+                field="base_url",
+            )
 
 
 def _parse_roles(spec: Spec, raw: str | None) -> frozenset[str]:

@@ -373,8 +373,21 @@ COMMANDS = {
 }
 
 
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """The command line, read so that `umni cases check PROTOCOL --option K=V PATH` works: argparse
+    fills both of that command's positionals before the options and would leave PATH over."""
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    late_path = args.command == "cases" and args.cases_command == "check" and args.path is None
+    if late_path and len(extra) == 1 and not extra[0].startswith("-"):
+        args.path, extra = Path(extra[0]), []
+    if extra:
+        parser.error("unrecognized arguments: " + " ".join(extra))
+    return args
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = parse_args(argv)
     try:
         return COMMANDS[args.command](args)
     except InputError as exc:

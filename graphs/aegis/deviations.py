@@ -24,14 +24,27 @@ DEVIATIONS: dict[str, tuple[str, str, bool]] = {
         True,
     ),
     "json-in-prose": (
-        "the reply must be one JSON object (or Python literal); an object inside surrounding prose is an "
-        "evaluation failure",
-        "the object carrying answer_list is found inside prose or a code fence and scored",
+        "the reply must be one JSON object (or Python literal) once every ```python, ```json and ``` marker "
+        "is deleted; an object inside surrounding prose, or behind another fence tag (```JSON), is unparsed",
+        "the object carrying answer_list is found inside prose or a code fence of any tag and scored",
+        True,
+    ),
+    "answer-list-shape": (
+        "answer_list is read as whatever the reply holds: a string character by character ('YNY' is Y, N, "
+        "Y), an object by its keys, a tuple or set by its members; a reply that is not a JSON object (or "
+        "Python literal) gets the 12-character text 'parsed_error' as its answer list, which scores 0 on a "
+        "12-item checklist (beside a row marked failed when the reply did not parse at all)",
+        "answer_list must be a list of Y/N strings, one per item; anything else is asked again (bounded), "
+        "then an evaluation failure",
         True,
     ),
     "no-eval": (
-        "a reply that is not JSON is evaluated as Python code (the builtin eval)",
-        "only literals are read (ast.literal_eval); nothing in a reply is executed",
+        "a reply that is not JSON is evaluated as Python code (the builtin eval); the scripts stop "
+        "(KeyError, TypeError) on an object without reason_list or answer_list, or with a number or null "
+        "as its answer list",
+        "only literals are read (ast.literal_eval); nothing in a reply is executed. A reply only running "
+        "it could read, or one the official scripts stop on, has no official reading: it is counted in "
+        "official_equivalent.stops and left out of that figure",
         False,
     ),
     "failed-inference-first": (
@@ -44,14 +57,29 @@ DEVIATIONS: dict[str, tuple[str, str, bool]] = {
 
 
 def deviations(
-    records: Sequence[Mapping[str, Any]], umni: scoring.AegisSummary, official: scoring.AegisSummary
+    records: Sequence[Mapping[str, Any]], umni: scoring.AegisSummary, official_summary: scoring.AegisSummary
 ) -> list[dict[str, Any]]:
     """Every deviation with the cases it touched here and, where the score can differ, both figures."""
+    official = [r.get("official") or {} for r in records]
     touched = {
         "yn-exact": sum(
-            1 for r in records if r["status"] == "evaluation_failure" and (r.get("official") or {}).get("status") == "scored"
+            1
+            for r, o in zip(records, official)
+            if r["status"] == "evaluation_failure" and o.get("status") == "scored" and o.get("read_as", "list") == "list"
         ),
-        "json-in-prose": sum(1 for r in records if r.get("judge_from_prose")),
+        # umni read an object the official reader does not see whole: inside prose, or behind a fence tag
+        # other than python/json
+        "json-in-prose": sum(
+            1
+            for r, o in zip(records, official)
+            if r.get("judge_from_prose") or (r["status"] == "scored" and o.get("read_as") == "parsed_error")
+        ),
+        "answer-list-shape": sum(
+            1
+            for r, o in zip(records, official)
+            if o.get("read_as", "list") != "list" and not (r["status"] == "scored" and o.get("read_as") == "parsed_error")
+        ),
+        "no-eval": sum(1 for o in official if o.get("stop")),
     }
     out = []
     for key, (official_rule, umni_rule, changes) in DEVIATIONS.items():
@@ -60,7 +88,7 @@ def deviations(
             entry["cases"] = touched[key]
         if changes:
             entry["umni_score"] = _pct(umni.overall.mean)
-            entry["official_score"] = _pct(official.overall.mean)
+            entry["official_score"] = _pct(official_summary.overall.mean)
         out.append(entry)
     return out
 

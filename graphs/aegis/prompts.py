@@ -13,11 +13,12 @@ I/O and need no engine.
 from __future__ import annotations
 
 import ast
+import builtins
 import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 from umni.util.errors import ParseFailure
 
@@ -463,16 +464,104 @@ def parse_judge_reply(reply: str, n_items: int) -> ChecklistVerdict:
     return ChecklistVerdict(answers=tuple(parsed), reasons=reason_texts, from_prose=not whole)
 
 
-def official_answers(reply: str, n_items: int) -> tuple[bool, ...] | None:
-    """The reply as the official pipeline reads it: the whole reply (or one code fence around it) as a
-    JSON object or Python literal; every answer that is not exactly an `OFFICIAL_YES` string is N.
-    ``None`` where the official scorer records an evaluation failure (nothing parses, no list, or the
-    wrong number of answers)."""
-    value = _whole_answer_object(reply)
-    answers = value.get("answer_list") if value is not None else None
-    if not isinstance(answers, list) or len(answers) != n_items:
+#: The fence markers the official reader deletes, in its order, wherever they stand in the reply.
+_OFFICIAL_FENCES = ("```python", "```json", "```")
+#: The answer list the official reader records when the reply is not an object (or does not parse).
+OFFICIAL_PARSE_ERROR = "parsed_error"
+#: Longest reply read as a Python literal for the official reading; past it, no reading is claimed.
+_OFFICIAL_LITERAL_LIMIT = 1_000_000
+
+
+@dataclass(frozen=True)
+class OfficialJudgement:
+    """How the official pipeline takes one judge reply (``eval/<task>.py`` reads it, then
+    ``eval_score/<task>.py`` scores it).
+
+    ``rows`` are what the case adds to the official results, in order: a score, or None for an
+    evaluation failure. A reply that does not parse adds two: a copy of the case marked failed
+    (which has no answer list) and the written result, whose answer list is the text
+    ``'parsed_error'``. ``read_as`` names what the answer list was (``list``, ``str`` — read
+    character by character —, ``dict`` — read by its keys —, ``tuple``, ``set``, or
+    ``parsed_error``). ``stop`` says why the official scripts would stop on this reply instead of
+    giving a figure (no ``rows`` then).
+    """
+
+    rows: tuple[float | None, ...]
+    read_as: str = ""
+    stop: str | None = None
+
+    @property
+    def failure_copies(self) -> int:
+        return max(len(self.rows) - 1, 0)
+
+
+def official_judgement(reply: str, n_items: int) -> OfficialJudgement:
+    """The official reading of `reply` for a case of `n_items` checklist items, without running it.
+
+    The official reader deletes every ```` ```python ````, ```` ```json ```` and ```` ``` ```` marker
+    and strips the text, then takes ``json.loads`` of it or, failing that, Python ``eval``. Here
+    ``eval`` is replaced by ``ast.literal_eval``, which gives the same value for every literal; a
+    reply that only running it could read (``['Y'] * 3``) has no official reading (``stop``), and
+    one naming something that is not a Python builtin (JSON's ``true`` in a text JSON refused) fails
+    as ``eval`` does with NameError. (The official ``eval`` also sees the script's own variables; a
+    reply naming one of those is not modelled.)
+    """
+    text = reply
+    for marker in _OFFICIAL_FENCES:
+        text = text.replace(marker, "")
+    text = text.strip()
+    value, how = _official_value(text)
+    if how == "needs_eval":
+        return OfficialJudgement((), stop="the official reader would run this reply as Python code (eval); umni never does")
+    if how == "unparsed":  # eval_successful False: the failure copy, then the written 'parsed_error' row
+        return OfficialJudgement((None, _official_row(OFFICIAL_PARSE_ERROR, n_items)), OFFICIAL_PARSE_ERROR)
+    if not isinstance(value, dict):
+        return OfficialJudgement((_official_row(OFFICIAL_PARSE_ERROR, n_items),), OFFICIAL_PARSE_ERROR)
+    absent = [key for key in ("answer_list", "reason_list") if key not in value]
+    if absent:
+        return OfficialJudgement((), stop=f"the official reader stops (KeyError): the reply has no {absent[0]}")
+    answers = value["answer_list"]
+    if not isinstance(answers, (str, bytes, list, tuple, dict, set, frozenset)):
+        return OfficialJudgement(
+            (), type(answers).__name__, stop=f"the official scorer stops (TypeError): len() of a {type(answers).__name__} answer_list"
+        )
+    if n_items == 0 and len(answers) == 0:
+        return OfficialJudgement((), type(answers).__name__, stop="the official scorer stops (ZeroDivisionError): no items")
+    return OfficialJudgement((_official_row(answers, n_items),), type(answers).__name__)
+
+
+def _official_row(answers: Any, n_items: int) -> float | None:
+    """eval_score's reading of one answer list: an evaluation failure (None) unless its length is the
+    number of items, else the share of its members (characters, keys…) that are an official Y string."""
+    if len(answers) != n_items:
         return None
-    return tuple(isinstance(a, str) and a in OFFICIAL_YES for a in answers)
+    return sum(1 for a in answers if isinstance(a, str) and a in OFFICIAL_YES) / len(answers)
+
+
+def _official_value(text: str) -> tuple[Any, str]:
+    """(value, how): ``json`` or ``literal`` with the value; ``unparsed`` where the official reader's
+    json.loads and eval both fail; ``needs_eval`` where only running the text would tell."""
+    try:
+        return json.loads(text), "json"
+    except (ValueError, RecursionError):
+        pass
+    if len(text) > _OFFICIAL_LITERAL_LIMIT:
+        return None, "needs_eval"
+    try:
+        return ast.literal_eval(text), "literal"
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        pass
+    try:
+        tree = ast.parse(text, mode="eval")
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None, "unparsed"
+    names = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+    if names - _BUILTIN_NAMES:
+        return None, "unparsed"  # eval raises NameError on the first such name it reaches
+    return None, "needs_eval"
+
+
+_BUILTIN_NAMES = frozenset(dir(builtins))
 
 
 def _whole_answer_object(reply: str) -> dict | None:

@@ -29,7 +29,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any, Literal, NotRequired, TypedDict
 
@@ -100,8 +100,15 @@ class ChecklistRecord(TypedDict):
 
 
 class OfficialReading(TypedDict):
+    """The case as the official scorer counts it: its last row (`status`, `score`), how the judge's
+    answer list was read, the failure rows before it (a copy marked failed) and, where the official
+    scripts would stop on the reply instead, why (`stop`; no figure then)."""
+
     status: str
     score: float | None
+    read_as: NotRequired[str]
+    failure_copies: NotRequired[int]
+    stop: NotRequired[str]
 
 
 class AegisResult(TypedDict):
@@ -472,7 +479,7 @@ class Aegis(Protocol[AegisCase, AegisOptions, AegisResult]):
             for r in records
         ]
         s = scoring.summarize(results)
-        official = scoring.summarize(_official_result(r) for r in records)
+        official = scoring.summarize((row for r in records for row in _official_results(r)), rows=True)
         groups = tuple(DOMAIN_GROUPS)
 
         def row(by_group: dict[str, scoring.GroupStats], total: scoring.GroupStats) -> dict[str, Any]:
@@ -501,6 +508,7 @@ class Aegis(Protocol[AegisCase, AegisOptions, AegisResult]):
                 "overall": _pct(official.overall.mean),
                 "by_task": {k: _pct(v.mean) for k, v in official.by_task.items()},
                 "cases": _counts(official.overall),
+                "stops": sum(1 for r in records if (r.get("official") or {}).get("stop")),
             },
             "deviations": deviations(records, s, official),
             "cases": {"total": len(records), **_counts(s.overall)},
@@ -641,10 +649,16 @@ def _official_reading(status: scoring.Status, judge: Outcome | None, n_items: in
         reply = judge.output.get("text")
     elif judge is not None and judge.failure is not None:
         reply = judge.failure.raw
-    answers = P.official_answers(reply, n_items) if isinstance(reply, str) else None
-    if answers is None:
+    if not isinstance(reply, str):  # no reply at all: officially only the copy marked failed
         return {"status": "evaluation_failure", "score": None}
-    return {"status": "scored", "score": sum(answers) / len(answers) if answers else None}
+    read = P.official_judgement(reply, n_items)
+    if read.stop is not None:
+        return {"status": "evaluation_failure", "score": None, "stop": read.stop}
+    last = read.rows[-1]
+    out: OfficialReading = {"status": "scored" if last is not None else "evaluation_failure", "score": last, "read_as": read.read_as}
+    if read.failure_copies:
+        out["failure_copies"] = read.failure_copies
+    return out
 
 
 def _text_value(outcome: Outcome) -> str | None:
@@ -652,11 +666,16 @@ def _text_value(outcome: Outcome) -> str | None:
     return outcome.value if outcome.ok else None
 
 
-def _official_result(record: Mapping[str, Any]) -> scoring.CaseResult:
-    """The case as the official scorer would count it; records written before this reading existed keep
-    umni's own status and score."""
+def _official_results(record: Mapping[str, Any]) -> list[scoring.CaseResult]:
+    """The rows the official scorer counts for the case (a copy marked failed before the written
+    result, when the reply did not parse); none where the official scripts would stop on its reply.
+    Records written before this reading existed keep umni's own status and score."""
     official = record.get("official") or {"status": record["status"], "score": record["score"]}
-    return scoring.CaseResult(record["id"], record["task"], record["category"], record["reasoning_type"], official["status"], official["score"])
+    if official.get("stop"):
+        return []
+    make = partial(scoring.CaseResult, record["id"], record["task"], record["category"], record["reasoning_type"])
+    copies = [make("evaluation_failure", None) for _ in range(int(official.get("failure_copies", 0)))]
+    return [*copies, make(official["status"], official["score"])]
 
 
 def _judge_attempts(judge: Outcome | None) -> int | None:

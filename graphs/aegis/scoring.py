@@ -15,9 +15,11 @@ Where umni differs, on purpose:
 
 * a judge answer that is not exactly one of the official Y strings or their N counterparts is out of
   format (`prompts.parse_judge_reply` raises; the engine asks again, then records an evaluation
-  failure), where the official scorer counts it as N; a JSON object found inside prose is read where
-  the official pipeline fails the case (see `deviations`; the summary's ``official_equivalent`` gives
-  the official figure beside umni's);
+  failure), where the official scorer counts it as N; an answer list that is not a list (a string,
+  read officially character by character; an object, read by its keys) is out of format too; a JSON
+  object found inside prose is read where the official pipeline fails the case (see `deviations`; the
+  summary's ``official_equivalent`` gives the official figure beside umni's, from
+  `prompts.official_judgement`);
 * a case that failed inference is counted as an inference failure even when a judgement exists for it
   (the official understanding scorer checks for a missing judgement first); the judge is not called
   for such cases anyway;
@@ -135,11 +137,16 @@ def group_stats(results: Iterable[CaseResult]) -> GroupStats:
     )
 
 
-def summarize(results: Iterable[CaseResult]) -> AegisSummary:
-    """Aggregate case results into every table of the paper. Groups with no case are left out."""
+def summarize(results: Iterable[CaseResult], *, rows: bool = False) -> AegisSummary:
+    """Aggregate case results into every table of the paper. Groups with no case are left out.
+
+    With ``rows=True`` a case may come more than once, as rows of the official results file do (a
+    judge reply that did not parse leaves a copy marked failed beside the written result); otherwise
+    a repeated case id is an error.
+    """
     results = list(results)
     ids = [r.case_id for r in results]
-    if len(ids) != len(set(ids)):
+    if not rows and len(ids) != len(set(ids)):
         dup = sorted({i for i in ids if ids.count(i) > 1})
         raise ValueError(f"more than one result for case id(s) {dup[:10]}")
 

@@ -107,11 +107,8 @@ class NumericalCase(_Record):
 # ---------------------------------------------------------------------------------------------------
 # GIR-Bench-T2I: spatial layout
 
-Direction = Literal["left", "right", "above", "up", "below", "down"]
-
-
-def _lower(value: Any) -> Any:
-    return value.strip().lower() if isinstance(value, str) else value
+#: The directions the official check knows, compared exactly (``"Left"`` is none of them).
+DIRECTIONS = ("left", "right", "above", "up", "below", "down")
 
 
 ObjectIndex = Annotated[int, Field(ge=0, strict=True)]
@@ -121,11 +118,13 @@ class Relation(_Record):
     """`subject` lies in `direction` of `object`; either side may be a group (list of names).
 
     A side may also be an integer: the position of the object in the task's (flattened) object list,
-    which the official code accepts in place of the name.
+    which the official code accepts in place of the name. `direction` is kept as written: the official
+    check compares it with `DIRECTIONS` exactly, and any other word (``"Left"``, ``"behind"``) or none
+    makes a relation that never holds (`cases check` says so).
     """
 
     subject: ObjectIndex | NonEmpty | list[NonEmpty]
-    direction: Annotated[Direction, BeforeValidator(_lower)]
+    direction: str | None = None
     object: ObjectIndex | NonEmpty | list[NonEmpty]
 
     def names(self) -> list[str | int]:
@@ -160,9 +159,9 @@ class SpatialTask(_Record):
 
     @model_validator(mode="after")
     def _consistent(self) -> SpatialTask:
+        # Names may repeat ("cube", "cube" with colours red and blue: two labels for the detector), as
+        # the official code accepts; `SpatialCase.notes` points out labels that repeat exactly.
         names = self.flat_objects
-        if len(set(names)) != len(names):
-            raise ValueError(f"object names must be distinct, got {names}")
         colors = self.flat_colors
         if colors and len(colors) != len(names):
             raise ValueError(f"{len(colors)} colors for {len(names)} objects; give one color per object ('' for none)")
@@ -189,10 +188,32 @@ class SpatialCase(_Record):
         return [f"{color.strip()} {obj}" if color.strip() else obj for obj, color in zip(objects, colors)]
 
     def label_of(self, name: str) -> str:
+        """The detector label of an object named in a relation; a name that repeats gets the label of
+        its last occurrence, as the official name -> coloured-name map gives it."""
         return dict(zip(self.task.flat_objects, self.labels))[name]
 
+    def notes(self) -> list[tuple[str, str]]:
+        """(field, message) for what makes this record unable to pass, though the official code
+        loads and scores it: a direction it does not know, a label asked for twice."""
+        out = []
+        for i, rel in enumerate(self.task.relative_position):
+            if rel.direction not in DIRECTIONS:
+                out.append((
+                    f"relative_position[{i}].direction",
+                    f"{rel.direction!r} is not one of {', '.join(DIRECTIONS)} (compared exactly): officially the "
+                    "relation never holds, so this case always scores 0",
+                ))
+        repeated = sorted({label for label in self.labels if self.labels.count(label) > 1})
+        if repeated:
+            out.append((
+                "objects",
+                f"the detector would be asked for {', '.join(map(repr, repeated))} more than once (no colour tells "
+                "them apart): officially the case passes only with exactly one such box",
+            ))
+        return out
+
     @property
-    def relations(self) -> list[tuple[str | list[str], str, str | list[str]]]:
+    def relations(self) -> list[tuple[str | list[str], str | None, str | list[str]]]:
         """Relations with object names replaced by detector labels, ready for `metrics.spatial_case`."""
 
         def side(s: int | str | list[str]) -> str | list[str]:

@@ -33,16 +33,19 @@ DEVIATIONS: dict[str, tuple[str, str, str, bool]] = {
     "spatial-label-matching": (
         "spatial",
         "a box counts for a label when its key equals the label or starts with '<label>_' and ends in a "
-        "number, so the boxes of 'car seat' (car_seat_1) also count for 'car' and the case fails",
-        "the official prefix rule is the default (detections keyed as the official code keys them); "
-        "umni's figure (umni_score) counts whole labels only",
+        "number, so the boxes of 'car seat' (car_seat_1) also count for 'car' and the case fails; any "
+        "name with two or more boxes, even one nobody asked for (two dogs beside the asked cat and car), "
+        "is excess and fails the case; a label the detector stated 0 times is missing even when a "
+        "renamed box carries its name",
+        "the official rules are the default (detections keyed as the official code keys them); umni's "
+        "figure (umni_score) counts whole asked-for labels only and ignores boxes of other labels",
         False,
     ),
     "numerical-label-renaming": (
         "numerical",
         "a box whose object name is the last words of a longer asked-for object is renamed to it (a "
         "'dog' box counts for 'hot dog', a 'car' box for 'red car'); a count is the larger of the stated "
-        "count and the number of boxes",
+        "count and the number of boxes, except that a label stated 0 times stays missing (count 0)",
         "the official rule is the default (boxes keyed as the official reply keys them); umni's figure "
         "(umni_score) counts the detections carrying each whole label",
         False,

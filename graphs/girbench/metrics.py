@@ -43,7 +43,9 @@ __all__ = [
     "normalize_text",
     "normalized_fid",
     "numerical_case_correct",
+    "OfficialDetection",
     "official_box_keys",
+    "official_detection",
     "official_label_counts",
     "official_object_counts",
     "reasoning_perception_iou",
@@ -162,20 +164,53 @@ def official_box_keys(detections: Iterable[Any], labels: Sequence[str]) -> tuple
     return stated, final_keys
 
 
-def official_object_counts(detections: Iterable[Any], labels: Sequence[str]) -> tuple[dict[str, int], list[str]]:
-    """Per asked-for label, the count the official numerical check ends with, and the missing labels.
+@dataclass(frozen=True)
+class OfficialDetection:
+    """What the official parser (``utils.process_detection_result``) makes of the detector reply.
 
-    A label's count is the larger of its stated count and its number of boxes after the official
-    renaming (`official_box_keys`); a label with count 0 is missing.
+    `counts` per asked-for label, `missing` labels and `excess` names (asked for or not), in the
+    order the official code lists them.
+    """
+
+    counts: dict[str, int]
+    missing: list[str]
+    excess: list[str]
+
+
+def _official_base(key: str) -> str:
+    """A box key's object name as the official parser takes it: the numeric suffix dropped, every
+    underscore a space (``car_seat_1`` -> ``car seat``, ``red car_2`` -> ``red car``)."""
+    parts = key.split("_")
+    return "_".join(parts[:-1]).replace("_", " ") if "_" in key and parts[-1].isdigit() else key
+
+
+def official_detection(detections: Iterable[Any], labels: Sequence[str]) -> OfficialDetection:
+    """The official parser's counts, missing and excess objects for a reply derived from detections.
+
+    The reply states, per label, the number of detections carrying it and lists the labels with none
+    as missing; boxes are keyed and renamed as `official_box_keys` says. Then, as the official code:
+    a label stated more than once is excess, and so is every box name (asked for or not) with two or
+    more boxes after renaming; a label's count is the larger of its stated count and its boxes; the
+    reply's missing list is applied last, so a label stated 0 times is missing with count 0 even when
+    a renamed box carries its name.
     """
     stated, keys = official_box_keys(detections, labels)
     boxes: dict[str, int] = {}
     for key in keys:
-        parts = key.split("_")
-        base = "_".join(parts[:-1]).replace("_", " ") if "_" in key and parts[-1].isdigit() else key
+        base = _official_base(key)
         boxes[base] = boxes.get(base, 0) + 1
-    counts = {label: max(stated[label], boxes.get(label, 0)) for label in labels}
-    return counts, [label for label in labels if counts[label] == 0]
+    excess = [label for label in labels if stated[label] > 1]
+    excess += [name for name, n in boxes.items() if n > 1 and name not in excess]
+    missing = [label for label in labels if stated[label] == 0]
+    counts = {label: 0 if label in missing else max(stated[label], boxes.get(label, 0)) for label in labels}
+    return OfficialDetection(counts=counts, missing=missing, excess=excess)
+
+
+def official_object_counts(detections: Iterable[Any], labels: Sequence[str]) -> tuple[dict[str, int], list[str]]:
+    """Per asked-for label, the count the official numerical check ends with, and the missing labels
+    (see `official_detection`)."""
+    found = official_detection(detections, labels)
+    return found.counts, found.missing
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -201,10 +236,12 @@ def union_box(boxes: Sequence[Box]) -> Box:
     )
 
 
-def relation_holds(subject: Box, obj: Box, direction: str, *, overlap_fraction: float = SPATIAL_OVERLAP_FRACTION) -> bool:
+def relation_holds(subject: Box, obj: Box, direction: str | None, *, overlap_fraction: float = SPATIAL_OVERLAP_FRACTION) -> bool:
     """Whether `subject` lies in `direction` of `obj` (image coordinates: y grows downward).
 
-    The offset is subject centre minus object centre. If on every axis that offset is within
+    `direction` is compared exactly, as officially: any word other than left, right, above, up, below,
+    down (``"Left"`` included) is a relation that does not hold. The offset is subject centre minus
+    object centre. If on every axis that offset is within
     ``overlap_fraction * (size_subject + size_object)`` (up to the code's 1e-3 tolerance) the two
     boxes sit on top of each other and no direction holds. Otherwise the offset is made a unit vector
     and its component along the direction must exceed 0.5 (about 60 degrees either side).
@@ -231,7 +268,7 @@ def relation_holds(subject: Box, obj: Box, direction: str, *, overlap_fraction: 
         return bool(dy < -SPATIAL_DIRECTION_MIN)
     if direction in ("below", "down"):
         return bool(dy > SPATIAL_DIRECTION_MIN)
-    raise ValueError(f"unknown direction {direction!r}; expected left, right, above, up, below or down")
+    return False  # officially any other word ("Left", "behind") or none is a relation that never holds
 
 
 @dataclass
@@ -260,7 +297,7 @@ def _group_box(names: str | Sequence[str], boxes_by_key: Mapping[str, list[Box]]
 def spatial_case(
     detections: Iterable[Any],
     labels: Sequence[str],
-    relations: Sequence[tuple[str | Sequence[str], str, str | Sequence[str]]],
+    relations: Sequence[tuple[str | Sequence[str], str | None, str | Sequence[str]]],
 ) -> SpatialVerdict:
     """Judge one layout from detections (Detection objects or ``(label, box)`` pairs).
 

@@ -406,6 +406,7 @@ def load_tasks(root: Path, options: GirOptions) -> CaseSet[GirCase]:
             loaded = [GirCase(task, f"numerical/{c.id}", c) for c in load_numerical_cases(find_task_file(root, NUMERICAL_FILE))]
         elif task == "spatial":
             loaded = [GirCase(task, f"spatial/{c.id}", c) for c in load_spatial_cases(find_task_file(root, SPATIAL_FILE))]
+            notes += [Note(case.id, where, message) for case in loaded for where, message in case.data.notes()]
         elif task == "text":
             loaded = [GirCase(task, f"text/{c.id}", c) for c in load_text_cases(find_task_file(root, TEXT_FILE))]
         elif task == "puzzle":
@@ -650,13 +651,13 @@ class GirBench(Protocol[GirCase, GirOptions]):
             image = g.generate("image", [data.prompt])
             found = g.tool("detect", DETECT, image, labels=list(data.task.objects))
             truth = {"objects": list(data.task.objects), "number": list(data.task.number)}
-            score = _score(g, "score", scoring.score_numerical, truth, version="2", detections=found)
+            score = _score(g, "score", scoring.score_numerical, truth, version="3", detections=found)
             h = GirHandles(image, score, (image, found))
         elif isinstance(data, SpatialCase):
             image = g.generate("image", [data.prompt])
             found = g.tool("detect", DETECT, image, labels=data.labels)
             truth = {"labels": data.labels, "relations": [list(r) for r in data.relations]}
-            score = _score(g, "score", scoring.score_spatial, truth, version="2", detections=found)
+            score = _score(g, "score", scoring.score_spatial, truth, version="3", detections=found)
             h = GirHandles(image, score, (image, found))
         elif isinstance(data, TextCase):
             image = g.generate("image", [data.prompt])

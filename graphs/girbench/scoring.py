@@ -29,6 +29,7 @@ from .metrics import (
     normalize_text,
     normalized_fid,
     numerical_case_correct,
+    official_detection,
     official_label_counts,
     official_object_counts,
     reasoning_perception_iou,
@@ -72,18 +73,26 @@ def score_numerical(truth: dict[str, Any], *, detections: list[dict[str, Any]]) 
 def score_spatial(truth: dict[str, Any], *, detections: list[dict[str, Any]]) -> dict[str, Any]:
     """Correct (1) only when each object is detected once and every relation holds.
 
-    The score counts boxes per label with the official prefix rule (`official_label_counts`); umni's
-    figure (``umni_score``), with whole-label counts, is reported beside it.
+    The score follows the official check (``eval_SpatialLayout.check_spatial_relation``): no asked-for
+    label missing, none with other than one box by the official prefix rule
+    (`official_label_counts`), and no excess at all, which includes any name, asked for or not, with
+    two or more boxes (`official_detection`). umni's figure (``umni_score``), counting whole asked-for
+    labels only, is reported beside it.
     """
     relations = [(subject, direction, obj) for subject, direction, obj in truth["relations"]]
     found = _detections(detections)
     verdict = spatial_case(found, truth["labels"], relations)
     official_counts = official_label_counts(found, truth["labels"])
-    official = all(c == 1 for c in official_counts.values()) and all(verdict.relations)
+    parsed = official_detection(found, truth["labels"])
+    detected = not parsed.missing and not parsed.excess and all(c == 1 for c in official_counts.values())
+    # With every label detected once, the official relation boxes are umni's (the one box of each label).
+    official = detected and all(verdict.relations)
     return {
         "score": 1.0 if official else 0.0,
         "umni_score": 1.0 if verdict.correct else 0.0,
         "official_counts": official_counts,
+        "official_missing": parsed.missing,
+        "official_excess": parsed.excess,
         "correct": verdict.correct,
         "counts": verdict.counts,
         "all_detected_once": verdict.all_detected_once,

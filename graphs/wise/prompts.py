@@ -147,6 +147,9 @@ def verified_judge_prompt(prompt: str, explanation: str) -> str:
 # * legacy: every Consistency / Realism / Aesthetic Quality label is read (one digit after it), the
 #   LAST of each label winning; with no label at all, the first three lines that are a bare 0, 1 or
 #   2 are C, R, A. Nothing is stripped first.
+# * digits: the verified script's mark is ``[01]``, ASCII only, so ``Score: １`` (full-width) reads
+#   nothing there; the legacy script's mark is ``\d``, which takes any Unicode digit (``float`` reads
+#   ``２`` as 2.0), so a full-width legacy mark counts. Both bare-line fallbacks are ASCII.
 #
 # umni keeps these rules and adds two refusals, both listed deviations (see `deviations.py`): the
 # number after a label is read whole, so ``10``, ``1.5`` or a legacy ``5`` is asked again instead of
@@ -157,7 +160,9 @@ def verified_judge_prompt(prompt: str, explanation: str) -> str:
 
 _LABEL = r"\*{{0,2}}({label})\*{{0,2}}\s*:?\s*"
 _OFFICIAL_VERIFIED = re.compile(_LABEL.format(label="Score") + r"([01])\b", re.IGNORECASE)
-_WHOLE_VERIFIED = re.compile(_LABEL.format(label="Score") + r"(\d+(?:\.\d+)?)\b", re.IGNORECASE)
+#: ASCII digits only, as the official ``[01]``: a full-width or other Unicode digit after ``Score`` is
+#: no mark (the label is passed over, and a reply with nothing else is a parse failure).
+_WHOLE_VERIFIED = re.compile(_LABEL.format(label="Score") + r"([0-9]+(?:\.[0-9]+)?)\b", re.IGNORECASE)
 _LEGACY_WORDS = "Consistency|Realism|Aesthetic Quality"
 _OFFICIAL_LEGACY = re.compile(_LABEL.format(label=_LEGACY_WORDS) + r"(\d)", re.IGNORECASE)
 _WHOLE_LEGACY = re.compile(_LABEL.format(label=_LEGACY_WORDS) + r"(\d+(?:\.\d+)?)", re.IGNORECASE)
@@ -235,7 +240,7 @@ def parse_verified_answer(text: str) -> int:
 
 
 def _mark(value: str, highest: int, label: str, raw: str) -> int:
-    if re.match(r"0\d", value):  # "01", "00": not a mark (officially a label whose digit runs on is passed over)
+    if len(value) > 1 and value[1] != "." and int(value[0]) == 0:  # "01", "00" (any script's digits): not a mark
         raise InvalidAnswer(f"{label} must be a whole number 0-{highest}, got {value}", raw=raw)
     if "." in value:
         number = float(value)

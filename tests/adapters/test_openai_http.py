@@ -167,6 +167,18 @@ def test_generate_fetches_an_image_returned_by_url() -> None:
     assert len(fetched) == 1 and fetched[0].path.startswith("/v1/files/")
 
 
+def test_an_image_returned_as_a_data_url_is_decoded_without_a_request() -> None:
+    # Issue 25 item 11: a data: URL used to be fetched as a path on the API server (a ~900-character
+    # GET) and then failed as "not an image". It carries the image itself.
+    with OpenAIStubServer(data_urls=True) as server:
+        spec = f"openai/img?base_url={server.base_url}&response_format=url"
+        made = run(spec, lambda b: b.generate(["lighthouse"]))
+        edited = run(spec, lambda b: b.edit([draw_from_prompt("source")], "invert it"))
+        assert [r.method for r in server.requests] == ["POST", "POST"]  # no GET of any kind
+    assert same_pixels(made.image, draw_from_prompt("lighthouse"))
+    assert same_pixels(edited.image, ImageOps.invert(draw_from_prompt("source")))
+
+
 def test_edit_round_trip_sends_multipart_and_returns_the_result() -> None:
     source = draw_from_prompt("source", (40, 30))
     with OpenAIStubServer() as server:

@@ -177,6 +177,51 @@ def test_relation_indices_name_objects_by_position():
     assert case.relations == [("red cat", "left", "car")]
 
 
+def _spatial(objects: list, relations: list, colors: list | None = None) -> SpatialCase:
+    task = {"objects": objects, "relative_position": relations, **({"colors": colors} if colors is not None else {})}
+    return SpatialCase.model_validate({"id": 1, "prompt": "p", "task": task})
+
+
+def test_objects_of_one_name_load_when_colours_tell_them_apart():
+    # Issue 25 item 18. Officially the detector is asked for "red cube" and "blue cube": two labels.
+    case = _spatial(["cube", "cube"], [{"subject": 0, "direction": "left", "object": 1}], ["red", "blue"])
+    assert case.labels == ["red cube", "blue cube"]
+    assert case.relations == [("red cube", "left", "blue cube")]
+    # a relation naming "cube" gets the colour of its last occurrence, as the official name -> colour
+    # map (built in order, later entries overwriting earlier ones) gives it; an index names its own
+    by_name = _spatial(["cube", "cube"], [{"subject": "cube", "direction": "left", "object": 0}], ["red", "blue"])
+    assert by_name.relations == [("blue cube", "left", "red cube")]
+
+
+def test_a_direction_that_is_not_one_of_the_six_words_loads_and_never_holds():
+    # Issue 25 item 18. The official check compares the direction with left/right/up/above/down/below
+    # exactly; "Left" (or "behind") matches none, so the relation is false, not an error.
+    from umni_graphs.girbench.scoring import score_spatial
+
+    for word in ("Left", "behind"):
+        case = _spatial(["cat", "car"], [{"subject": "cat", "direction": word, "object": "car"}])
+        assert case.relations == [("cat", word, "car")]
+        truth = {"labels": case.labels, "relations": [list(r) for r in case.relations]}
+        out = score_spatial(truth, detections=[_box("cat", 0), _box("car", 100)])  # the cat IS left of the car
+        assert out["score"] == 0.0 and out["umni_score"] == 0.0 and out["relations"] == [False]
+
+
+def test_cases_check_says_which_spatial_records_can_never_pass(tmp_path):
+    records = [
+        {"id": 1, "prompt": "p", "task": {"objects": ["cat", "car"], "relative_position": [{"subject": "cat", "direction": "Left", "object": "car"}]}},
+        {"id": 2, "prompt": "p", "task": {"objects": ["cube", "cube"], "relative_position": []}},
+        {"id": 3, "prompt": "p", "task": {"objects": ["cube", "cube"], "colors": ["red", "blue"], "relative_position": []}},
+    ]
+    (tmp_path / "prompt").mkdir()
+    (tmp_path / "prompt" / "SpatialLayout.json").write_text(json.dumps(records))
+    case_set = PROTOCOL.load(tmp_path, GirOptions(tasks="spatial"))
+    assert [c.id for c in case_set.cases] == ["spatial/1", "spatial/2", "spatial/3"]  # all loaded, as officially
+    notes = {(n.record, n.field): n.message for n in case_set.notes}
+    assert set(notes) == {("spatial/1", "relative_position[0].direction"), ("spatial/2", "objects")}
+    assert "'Left'" in notes[("spatial/1", "relative_position[0].direction")]
+    assert "'cube'" in notes[("spatial/2", "objects")]
+
+
 def test_empty_relative_position_scores_on_detection_alone():
     from umni_graphs.girbench.scoring import score_spatial
 
@@ -494,6 +539,57 @@ def test_spatial_label_that_prefixes_another_counts_its_boxes_officially():
     # whole labels: each object once and the cat (centre x 5) left of the car (centre x 105) -> 1
     assert out["score"] == 0.0 and out["umni_score"] == 1.0
     assert out["official_counts"] == {"cat": 1, "car": 2, "car seat": 1}
+
+
+def _box(label: str, x: float) -> dict:
+    return {"label": label, "box": [x, 0, x + 10, 10], "score": 1.0}
+
+
+def test_spatial_any_label_with_two_boxes_fails_the_case_officially_even_one_not_asked_for():
+    # Issue 25 item 17. Officially (utils.process_detection_result) every box key's base name with two
+    # or more boxes is "excess", asked for or not, and eval_SpatialLayout.check_spatial_relation fails
+    # the case on any excess. Boxes keyed cat_1, car_1, dog_1, dog_2: "dog" has 2 -> excess -> 0.
+    # umni's figure counts the asked labels only: each once, the cat (x 5) left of the car (x 105) -> 1.
+    from umni_graphs.girbench.scoring import score_spatial
+
+    truth = {"labels": ["cat", "car"], "relations": [["cat", "left", "car"]]}
+    two_dogs = [_box("cat", 0), _box("car", 100), _box("dog", 200), _box("dog", 300)]
+    out = score_spatial(truth, detections=two_dogs)
+    assert out["score"] == 0.0 and out["umni_score"] == 1.0
+    assert out["official_excess"] == ["dog"] and out["official_missing"] == []
+    # one box of a label nobody asked for is no excess: both figures 1
+    one_dog = score_spatial(truth, detections=two_dogs[:3])
+    assert (one_dog["score"], one_dog["umni_score"], one_dog["official_excess"]) == (1.0, 1.0, [])
+
+
+def test_spatial_excess_counts_boxes_after_the_official_renaming():
+    # "car" boxes are renamed to the asked "red car" (its name without the first word); two of them:
+    # keys "red car_1", "red car_2" -> base "red car" has 2 -> excess, and the label's count is 2 -> 0.
+    from umni_graphs.girbench.scoring import score_spatial
+
+    truth = {"labels": ["red car", "cat"], "relations": [["cat", "left", "red car"]]}
+    out = score_spatial(truth, detections=[_box("cat", 0), _box("red car", 100), _box("car", 200)])
+    assert out["score"] == 0.0 and out["official_excess"] == ["red car"]
+    assert out["umni_score"] == 1.0  # umni: one detection carries the label "red car"
+
+
+def test_spatial_label_found_only_under_another_name_is_missing_officially():
+    # The detector stated no "red car" (the reply lists it missing); its "car" box is renamed to
+    # "red car_1", but the reply's missing list is applied last, so "red car" stays missing -> 0,
+    # even with no relation to check (detection alone decides the case).
+    from umni_graphs.girbench.scoring import score_spatial
+
+    out = score_spatial({"labels": ["red car"], "relations": []}, detections=[_box("car", 0)])
+    assert out["score"] == 0.0 and out["official_missing"] == ["red car"] and out["umni_score"] == 0.0
+
+
+def test_numerical_label_found_only_under_another_name_is_missing_officially():
+    # Same rule in the counting task: "hot dog" was stated 0 times (listed missing); the "dog" box
+    # renamed to "hot dog_1" does not bring it back: count 0, missing -> 0 although 1 was expected.
+    from umni_graphs.girbench.scoring import score_numerical
+
+    out = score_numerical({"objects": ["hot dog"], "number": [1]}, detections=[_box("dog", 0)])
+    assert out["official_counts"] == {"hot dog": 0} and out["score"] == 0.0 and out["umni_score"] == 0.0
 
 
 def test_missing_extractor_weights_fail_the_cases_with_a_clear_message(tmp_path):

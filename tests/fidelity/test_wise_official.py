@@ -68,6 +68,7 @@ def options(**values: str) -> WiseOptions:
         ("<think>It shows mooncakes, so Score: 1 ... no, wrong shape.</think>\n0", 0),  # think block dropped
         ("<think>draft Score: 0</think>\n\nScore: 1", 1),
         ("Score: 1.0", 1),  # the official digit is 1; umni's whole number 1.0 is the same mark
+        ("Score: \uff11\nScore: 0", 0),  # a full-width 1 is no ASCII 0/1: the label is passed over
     ],
 )
 def test_verified_reads_as_official(reply: str, score: int) -> None:
@@ -83,6 +84,9 @@ def test_verified_reads_as_official(reply: str, score: int) -> None:
         "1\n0",  # two bare lines: the official fallback needs exactly one
         "Score: <0-1>",
         "Yes, it is correct.",
+        "Score: \uff11",  # issue 25 item 19: a full-width 1; the official [01] is ASCII, so nothing reads
+        "Score: \u0661",  # an Arabic-Indic 1, the same
+        "\uff10",  # nor is a bare full-width 0 line a bare 0/1 line
     ],
 )
 def test_verified_unreadable_as_official(reply: str) -> None:
@@ -122,6 +126,8 @@ def test_verified_whole_numbers_off_the_scale_are_asked_again(reply: str, offici
         ("Here are my marks:\n2\n1\n0", (2, 1, 0)),  # bare lines among prose
         ("2\n1\n0\n1", (2, 1, 0)),  # the first three bare lines
         ("Consistency: 2a\nRealism: 1\nAesthetic Quality: 0", (2, 1, 0)),  # the digit, whatever follows
+        # the legacy pattern's \d takes any Unicode digit and float() reads it: full-width marks count
+        ("Consistency: \uff12\nRealism: \uff11\nAesthetic Quality: \uff10", (2, 1, 0)),
     ],
 )
 def test_legacy_reads_as_official(reply: str, marks: tuple[int, int, int]) -> None:
@@ -153,10 +159,20 @@ def test_legacy_marks_off_the_scale_are_asked_again_where_official_scores_them()
         parse_legacy_answer(reply)
 
 
+def test_a_legacy_mark_with_a_leading_zero_in_any_script_is_asked_again() -> None:
+    # "01" is no mark (official: one digit, 0); the full-width "\uff10\uff11" is the same number and
+    # must not be read as 1 (int() would): officially 0.0, umni asks again.
+    for zero_one in ("01", "\uff10\uff11"):
+        reply = f"Consistency: {zero_one}\nRealism: 1\nAesthetic Quality: 1"
+        assert official_legacy_reading(reply) == {"consistency": 0.0, "realism": 1.0, "aesthetic_quality": 1.0}
+        with pytest.raises(InvalidAnswer):
+            parse_legacy_answer(reply)
+
+
 _FRAGMENTS = [
     "Score", "**Score**", "score", "Consistency", "**Realism**", "Realism", "Aesthetic Quality", "aesthetic quality",
     ":", "：", " ", "  ", "\n", "0", "1", "2", "5", "10", "1.5", "2.0", "<think>", "</think>", "**", "yes", "a",
-    "*", "Score:", "\n1\n", "\n2\n", "01",
+    "*", "Score:", "\n1\n", "\n2\n", "01", "\uff11", "\uff10", "\uff12", "\u0661",
 ]  # fmt: skip
 
 
@@ -260,6 +276,17 @@ def test_cases_check_takes_options(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["cases", "check", "wise", str(legacy)]) == 2  # the legacy set read as verified: refused
 
 
+def test_cases_check_takes_the_path_after_its_options(capsys: pytest.CaptureFixture[str]) -> None:
+    # argparse fills both positionals (protocol, optional path) at "wise", so a PATH after --option is
+    # left over: "unrecognized arguments"
+    legacy = shared_data("wise", "legacy")
+    try:
+        code = main(["cases", "check", "wise", "--option", "set=legacy", str(legacy)])
+    except SystemExit as exc:  # argparse's error exit
+        code = exc.code
+    assert code == 0 and "1000 cases valid" in capsys.readouterr().out
+
+
 # ------------------------------------------------------------------------------ runs against a judge server
 
 
@@ -329,6 +356,20 @@ def test_official_equivalent_and_deviations_in_the_summary(tmp_path: Path) -> No
     assert deviations["whole-number-marks"]["official_score"] == 0.8267
     assert deviations["whole-number-marks"]["umni_score"] == 0.8
     assert {"failures-counted", "judge-wording"} <= set(deviations)
+
+
+def test_a_full_width_score_is_a_counted_parse_failure_never_a_mark(tmp_path: Path) -> None:
+    # Issue 25 item 19: 'Score: \uff11' was read as 1. Officially nothing reads (ASCII [01]); umni asks
+    # again, then counts a parse failure for that prompt: culture {1: failed, 2: 1, 3: 1} -> 1.0.
+    cases = PROTOCOL.load(bundled("wise") / "verified", options()).cases
+    by_id = {c.prompt.prompt_id: c.prompt.Prompt for c in cases}
+    replies = dict.fromkeys(by_id.values(), "Score: 1")
+    replies[by_id[1]] = "Score: \uff11"
+    with _judge_server(replies) as server:
+        summary = _run(tmp_path, server, bundled("wise") / "verified")
+    scores = summary["scores"]
+    assert scores["failures"] == {"parse": 1} and scores["culture"] == 1.0
+    assert scores["official_equivalent"]["scored"] == 17  # the official reading gives up on it too
 
 
 def test_real_files_run_unchanged(tmp_path: Path) -> None:

@@ -106,7 +106,7 @@ def test_spatial_cases_with_groups_and_colours(tmp_path):
                 "task": {
                     "objects": [["cat", "dog"], ["car", "bicycle"]],
                     "colors": [["black", ""], ["red", ""]],
-                    "relative_position": [{"subject": ["cat", "dog"], "direction": "Left", "object": ["car", "bicycle"]}],
+                    "relative_position": [{"subject": ["cat", "dog"], "direction": "left", "object": ["car", "bicycle"]}],
                 },
             },
             {
@@ -129,7 +129,7 @@ def test_bad_spatial_records_name_the_field(tmp_path):
     path = write_json(
         tmp_path / "s.json",
         [
-            {"id": 1, "prompt": "p", "task": {"objects": ["a", "b"], "relative_position": [{"subject": "a", "direction": "behind", "object": "b"}]}},
+            {"id": 1, "prompt": "p", "task": {"objects": ["a", "b"], "relative_position": [{"subject": "a", "direction": ["left"], "object": "b"}]}},
             {"id": 2, "prompt": "p", "task": {"objects": ["a", "b"], "relative_position": [{"subject": "a", "direction": "left", "object": "c"}]}},
             {"id": 3, "prompt": "p", "task": {"objects": ["a", "b"], "colors": ["red"], "relative_position": [{"subject": "a", "direction": "left", "object": "b"}]}},
             {"id": 4, "prompt": "p", "task": {"objects": ["a", ["b"]], "relative_position": [{"subject": "a", "direction": "left", "object": "b"}]}},

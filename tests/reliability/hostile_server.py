@@ -133,6 +133,19 @@ def image_reply(png: bytes) -> Behaviour:
     return lambda handler: send_json(handler, 200, text)
 
 
+def image_url_reply(url: str) -> Behaviour:
+    """An Images API reply naming its image by `url` (a ``data:`` URL, say); any GET is answered 404."""
+    text = json.dumps({"created": 0, "data": [{"url": url}]})
+
+    def behave(handler: _Handler) -> None:
+        if handler.command == "GET":
+            send_json(handler, 404, json.dumps({"error": {"message": f"no such file {handler.path[:80]}"}}))
+        else:
+            send_json(handler, 200, text)
+
+    return behave
+
+
 def huge_chunked(total: int = GIB) -> Behaviour:
     """A chunked JSON-looking body of `total` bytes, written until done or the client hangs up."""
 

@@ -7,13 +7,23 @@ never on wall-clock time.
 
 from __future__ import annotations
 
+import base64
 import json
 import resource
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
-from hostile_server import GIB, HostileServer, bomb_png, chat_with_usage, huge_chunked, image_reply, trickle
+from hostile_server import (
+    GIB,
+    HostileServer,
+    bomb_png,
+    chat_with_usage,
+    huge_chunked,
+    image_reply,
+    image_url_reply,
+    trickle,
+)
 
 from tests.support.openai_server import with_openai_backend
 from umni.run.evaluation import RunRequest, evaluate
@@ -47,6 +57,55 @@ def test_an_image_bomb_is_refused_from_its_header_as_a_backend_failure():
     assert not error.retryable and "13000x13000" in str(error) and "max_pixels" in str(error)
     grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before
     assert grown_kib < 100 * 1024  # ... and never decoded (169 Mpx would be 169 MiB at least)
+
+
+def data_url(payload: bytes, media: str = "image/png") -> str:
+    return f"data:{media};base64," + base64.b64encode(payload).decode()
+
+
+def test_a_data_url_image_bomb_is_refused_from_its_header_like_any_other_image():
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with HostileServer(image_url_reply(data_url(bomb_png(13000, 13000)))) as server:
+        error = failure(f"openai/img?base_url={server.base_url}&timeout=10", generate)
+        assert server.requests == 1  # decoded where it is, never fetched
+    assert not error.retryable and "13000x13000" in str(error) and "max_pixels" in str(error)
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before < 100 * 1024
+
+
+def test_a_data_url_is_held_to_the_pixel_and_size_caps_of_the_spec():
+    with HostileServer(image_url_reply(data_url(bomb_png(300, 300)))) as server:
+        error = failure(f"openai/img?base_url={server.base_url}&timeout=10&max_pixels=10000", generate)
+    assert "300x300" in str(error) and "max_pixels" in str(error) and not error.retryable
+    # the image travels inside the reply, so the reply's size cap bounds it (decoded, it is smaller still)
+    big = data_url(b"\x89PNG" + bytes(600_000))
+    with HostileServer(image_url_reply(big)) as server:
+        error = failure(f"openai/img?base_url={server.base_url}&timeout=10&max_response_bytes=500000", generate)
+        assert server.requests == 1
+    assert "too large" in str(error) and "max_response_bytes" in str(error) and not error.retryable
+
+
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [
+        (data_url(b"GIF89a not really"), "data: URL"),
+        ("data:text/plain;base64," + base64.b64encode(b"hello").decode(), "text/plain"),
+        ("data:image/png;base64", "no comma"),
+        ("data:image/png;base64,***", "base64"),
+    ],
+)
+def test_a_bad_data_url_says_what_it_is_and_is_never_fetched(url, says):
+    with HostileServer(image_url_reply(url)) as server:
+        error = failure(f"openai/img?base_url={server.base_url}&timeout=10", generate)
+        assert server.requests == 1
+    assert "data: URL" in str(error) and says in str(error)
+    assert len(str(error)) < 400  # the URL is not pasted into the message
+
+
+def test_an_image_url_of_another_scheme_is_refused_without_fetching_it():
+    with HostileServer(image_url_reply("file:///etc/passwd")) as server:
+        error = failure(f"openai/img?base_url={server.base_url}&timeout=10", generate)
+        assert server.requests == 1
+    assert "data[0].url" in str(error) and "'file'" in str(error) and not error.retryable
 
 
 def test_the_pixel_cap_is_a_spec_parameter(tmp_path):

@@ -1,20 +1,22 @@
 """Secrets never reach a file umni writes: keys echoed by a server (in an error or in a reply),
-credentials in a base_url, and keys pasted into a spec. Real server on 127.0.0.1."""
+credentials in a base_url (refused), and keys pasted into a spec. Real server on 127.0.0.1."""
 
 from __future__ import annotations
 
-import base64
 import os
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hostile_server import HostileServer, plain_error
 from reliability_support import files_containing, letter_by_hash
 
-from tests.support.openai_server import ChatRequest, OpenAIStubServer
+from tests.support.openai_server import ChatRequest, OpenAIStubServer, with_openai_backend
+from umni.cli import main as cli_main
 from umni.run.evaluation import RunRequest, evaluate
+from umni.util.errors import ConfigError
 from umni.util.secrets import register_secret, scrub
 
 KEY = "sk-umni-fault-" + "9e4b2d" * 8
@@ -55,18 +57,52 @@ def test_a_key_echoed_in_a_successful_reply_is_not_stored(tmp_path, monkeypatch)
     assert files_containing(_written(tmp_path), KEY.encode()) == []
 
 
-def test_base_url_credentials_are_used_but_never_written(tmp_path, monkeypatch):
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    password = "Pa55-word-" + "c0ffee" * 4
-    with OpenAIStubServer(responder=letter_by_hash) as server:
-        url = server.base_url.replace("http://", f"http://umni-user:{password}@")
-        summary = _run(tmp_path, f"openai/stub-umm?base_url={url}&timeout=5")
+def test_the_configured_key_is_sent_as_a_bearer_token_on_every_request(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    with OpenAIStubServer(responder=letter_by_hash, api_key=KEY) as server:
+        summary = _run(tmp_path, f"openai/stub-umm?base_url={server.base_url}&timeout=5")
         sent = {r.authorization for r in server.requests}
-    assert sent == {"Basic " + base64.b64encode(f"umni-user:{password}".encode()).decode()}  # used for the request
-    assert summary["counts"]["computed"] > 0
-    assert files_containing(_written(tmp_path), password.encode()) == []
-    assert files_containing(_written(tmp_path), b"umni-user") == []  # userinfo stripped, not just masked
-    assert "127.0.0.1" in (tmp_path / "run" / "run.json").read_text()  # the host is still recorded
+    assert summary["counts"]["computed"] > 0 and summary["counts"]["failed"] == 0
+    assert sent == {f"Bearer {KEY}"}
+
+
+PASSWORD = "Pa55-word-" + "c0ffee" * 4
+
+
+def _with_userinfo(url: str) -> str:
+    return url.replace("http://", f"http://umni-user:{PASSWORD}@")
+
+
+@pytest.mark.parametrize("fleet", [False, True])
+def test_base_url_credentials_are_refused_naming_the_field_and_never_echoed(monkeypatch, fleet):
+    """Issue 25 item 10: ``user:password@`` in base_url replaced the API key (the HTTP client sent
+    Basic auth built from it, so the Bearer key never went out). A credential in a URL is refused
+    before anything is sent, and the refusal repeats neither the user nor the password."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    with OpenAIStubServer(responder=letter_by_hash, api_key=KEY) as server:
+        url = _with_userinfo(server.base_url)
+        base_url = f"{server.base_url},{url}" if fleet else url
+        with pytest.raises(ConfigError) as caught:
+            with_openai_backend(f"openai/stub-umm?base_url={base_url}&timeout=5", lambda b: b.respond(["hi"]))
+        assert server.requests == []  # nothing sent, with Basic auth or otherwise
+    error = caught.value
+    assert error.field == "base_url" and "base_url" in error.describe() and "api_key_env" in error.describe()
+    for text in (error.describe(), str(error), repr(error.args)):
+        assert PASSWORD not in text and "umni-user" not in text
+
+
+def test_a_run_with_base_url_credentials_stops_before_any_work(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    with OpenAIStubServer(responder=letter_by_hash, api_key=KEY) as server:
+        url = _with_userinfo(server.base_url)
+        code = cli_main(["run", "umnibench", "--model", f"openai/stub-umm?base_url={url}", "--out", str(tmp_path / "run"),
+                         "--cache", str(tmp_path / "cache"), "--quiet"])  # fmt: skip
+        assert server.requests == []
+    err = capsys.readouterr().err
+    assert code == 2 and "base_url" in err and "Traceback" not in err
+    assert PASSWORD not in err and "umni-user" not in err
+    assert not (tmp_path / "run").exists() or files_containing([tmp_path / "run"], PASSWORD.encode()) == []
+    assert not (tmp_path / "cache").exists() or files_containing([tmp_path / "cache"], PASSWORD.encode()) == []
 
 
 def test_an_api_key_in_a_spec_is_refused_without_echoing_it(tmp_path):
@@ -88,13 +124,13 @@ def test_a_spec_error_does_not_echo_base_url_credentials(tmp_path):
          "--out", str(tmp_path / "run"), "--quiet"],  # fmt: skip
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
-    assert done.returncode == 2 and "bogus" in done.stderr
+    assert done.returncode == 2 and "base_url carries user information" in done.stderr  # refused before the rest
     assert "Hunter2" not in done.stderr and "umni-user" not in done.stderr
 
 
 def test_credential_named_environment_variables_are_masked(tmp_path):
     token = "hf_" + "Zq9" * 10
-    probe = "from umni.secrets import scrub; print(scrub('401 for token " + token + "'))"
+    probe = "from umni.util.secrets import scrub; print(scrub('401 for token " + token + "'))"
     env = {**os.environ, "HF_TOKEN": token}
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, env=env)
     assert done.stdout.strip() == "401 for token ***", done.stderr

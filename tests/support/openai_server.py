@@ -16,7 +16,8 @@ Endpoints (under ``/v1``):
   (prompt_tokens = words in the text + 10 per image, completion_tokens = words in the reply) unless
   ``include_usage=False``, and ``logprobs`` for the first token when asked.
 * ``POST /images/generations`` — a PNG drawn from sha256(prompt) (see `draw_from_prompt`), as
-  ``b64_json``, or as a ``url`` under ``/files/`` when the request asks ``response_format=url``.
+  ``b64_json``, or as a ``url`` under ``/files/`` when the request asks ``response_format=url``
+  (with ``data_urls=True``: a ``data:image/png;base64,…`` URL, as some servers hand it out).
 * ``POST /images/edits`` — multipart; returns the first ``image``/``image[]`` file inverted.
 * ``GET /files/<name>`` — images handed out by URL.
 
@@ -170,6 +171,7 @@ class OpenAIStubServer:
         include_usage: bool = True,
         api_key: str | None = None,
         patch_completion: Callable[[dict[str, Any]], None] | None = None,
+        data_urls: bool = False,
     ) -> None:
         """
         latency: seconds added to every request before it is served (benchmarks).
@@ -179,6 +181,7 @@ class OpenAIStubServer:
         api_key: when set, requests without ``Authorization: Bearer <api_key>`` get 401.
         patch_completion: changes each chat completion in place before it is sent (a refusal, a
             ``finish_reason`` of ``content_filter``, usage removed …).
+        data_urls: an image asked for by URL is answered with a ``data:`` URL holding the PNG.
         """
         self.latency = latency
         self.answer_word = answer_word
@@ -186,6 +189,7 @@ class OpenAIStubServer:
         self.include_usage = include_usage
         self.api_key = api_key
         self.patch_completion = patch_completion
+        self.data_urls = data_urls
         self.requests: list[RecordedRequest] = []
         self._faults: list[Fault | None] = list(faults)
         self._files: dict[str, bytes] = {}
@@ -315,7 +319,9 @@ class OpenAIStubServer:
         png = _png(image)
         if corrupt:
             png = png[: max(len(png) // 2, 40)]
-        if as_url:
+        if as_url and self.data_urls:
+            item = {"url": "data:image/png;base64," + base64.b64encode(png).decode("ascii")}
+        elif as_url:
             name = hashlib.sha256(png).hexdigest()[:16] + ".png"
             with self._lock:
                 self._files[name] = png
