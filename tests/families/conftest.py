@@ -41,6 +41,7 @@ def _builders() -> dict[str, Callable[[Path], Path]]:
         "qwen_image_edit_plus": lambda path: pipes.build_qwen_image_edit(path, plus=True),
         "longcat_image": pipes.build_longcat_image,
         "longcat_image_edit": lambda path: pipes.build_longcat_image(path, edit=True),
+        "omnigen": pipes.build_omnigen,
     }
 
 

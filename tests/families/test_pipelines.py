@@ -1,5 +1,5 @@
 """Diffusers families the adapters tests did not run: SDXL draws; Qwen-Image-Edit, -Edit-Plus (two
-images) and LongCat-Image-Edit edit; LongCat-Image draws. Each is a tiny random pipeline behind
+images) and LongCat-Image-Edit edit; LongCat-Image draws; OmniGen draws and edits (two images). Each is a tiny random pipeline behind
 `diffusers/<folder>`, run in a real graph by the runner, one or two steps.
 
 Checked: the node succeeds at the size umni promises (edits at the input's size, with a ``resized:``
@@ -84,3 +84,16 @@ def test_longcat_image_edit_comes_back_at_the_input_size_with_a_note(tiny: Calla
                             [_noise(tmp_path / "a.png", 1, 48, 32)], tmp_path)
     assert (image.width, image.height) == (48, 32)
     assert any(str(note).startswith("resized: LongCatImageEditPipeline") for note in output.get("notes", []))
+
+
+def test_omnigen_draws_and_edits_with_every_image_tagged(tiny: Callable[[str], Path], tmp_path: Path) -> None:
+    spec = f"diffusers/{tiny('omnigen')}?steps=1"
+    assert _drawn("omnigen", spec + "&width=32&height=32", tmp_path) == (32, 32)
+    first, second = _noise(tmp_path / "a.png", 1, 48, 32), _noise(tmp_path / "b.png", 2, 32, 32)
+    image, output = _edited("omnigen", spec, [first, second], tmp_path)
+    assert (image.width, image.height) == (48, 32) and output["usage"]["images_in"] == 2
+    made = started(tiny("omnigen"), steps=1)
+    a, b = Image.open(tmp_path / "a.png"), Image.open(tmp_path / "b.png")
+    both = anyio.run(lambda: made.edit([a, b], "put the cube from image 2 on image 1", seed=3))
+    alone = anyio.run(lambda: made.edit([a], "put the cube from image 2 on image 1", seed=3))
+    assert png(both.image) != png(alone.image)  # the second image, tagged <img><|image_2|></img>, reaches it

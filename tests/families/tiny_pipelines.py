@@ -142,3 +142,31 @@ def build_sdxl(directory: Path) -> Path:
                                      tokenizer=tokenizer, tokenizer_2=tokenizer_2, unet=unet, scheduler=scheduler,
                                      force_zeros_for_empty_prompt=True, add_watermarker=False)
     return td._save(pipe, directory)
+
+
+def build_omnigen(directory: Path) -> Path:
+    """OmniGen: one Phi-3-style transformer reads text tokens and image latents together; a 4x VAE.
+
+    Its processor counts one token per 16x16 pixels of an input image (the real 8x VAE with 2x2
+    patches), so the tiny transformer uses ``patch_size=4`` over the 4x VAE to keep that count true.
+    """
+    from diffusers import AutoencoderKL, FlowMatchEulerDiscreteScheduler, OmniGenPipeline, OmniGenTransformer2DModel
+
+    from tests.adapters.tiny_hf import build_tokenizer
+
+    tokenizer = build_tokenizer(["<|image_1|>", "<|image_2|>"], vocab_size=400)
+    torch.manual_seed(0)
+    transformer = OmniGenTransformer2DModel(
+        in_channels=4, patch_size=4, hidden_size=32, num_attention_heads=4, num_key_value_heads=4,
+        intermediate_size=64, num_layers=1, pad_token_id=tokenizer.pad_token_id, vocab_size=len(tokenizer),
+        max_position_embeddings=4096, original_max_position_embeddings=4096, pos_embed_max_size=64,
+        time_step_dim=32, rope_scaling={"short_factor": [1.0] * 4, "long_factor": [1.0] * 4},  # head_dim / 2
+    )
+    vae = AutoencoderKL(
+        in_channels=3, out_channels=3, block_out_channels=(8, 8, 8), latent_channels=4, norm_num_groups=4,
+        down_block_types=("DownEncoderBlock2D",) * 3, up_block_types=("UpDecoderBlock2D",) * 3, layers_per_block=1,
+        sample_size=32, mid_block_add_attention=False,
+    )
+    pipe = OmniGenPipeline(transformer=transformer, scheduler=FlowMatchEulerDiscreteScheduler(), vae=vae,
+                           tokenizer=tokenizer)
+    return td._save(pipe, directory)
