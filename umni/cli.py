@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import shlex
+import shutil
 import sys
 from pathlib import Path
 from typing import Any, NoReturn
@@ -189,7 +192,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(coverage_line(summary))
     print(f"summary: {result.out / 'summary.json'}")
     print(f"report:  {result.report}")
-    print(f"browse:  umni view {result.out}")
+    print(f"browse:  {invoked_as()} view {shlex.quote(str(result.out))}")
     return _failure_exit(summary, request.fail_on_error)
 
 
@@ -371,6 +374,20 @@ COMMANDS = {
     "backends": cmd_backends,
     "cases": cmd_cases,
 }
+
+
+def invoked_as(argv0: str | None = None) -> str:
+    """How to run umni again as it was run now, for the hints a command prints: `umni` when that name
+    on PATH is this program, else the path it was started by (`.venv/bin/umni` when umni is only
+    installed in a virtual environment), else `python -m umni`."""
+    started = Path(argv0 if argv0 is not None else sys.argv[0])
+    if started.name == "umni":
+        on_path = shutil.which("umni")
+        if on_path is not None and Path(on_path).resolve() == started.resolve():
+            return "umni"
+        shown = os.path.relpath(started) if not started.is_absolute() or started.is_relative_to(Path.cwd()) else str(started)
+        return shlex.quote(shown)
+    return f"{shlex.quote(sys.executable)} -m umni"
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

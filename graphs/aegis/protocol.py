@@ -38,6 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from umni.backends.roles import EDIT, GENERATE, JUDGE, ROLE_INTERFACE, UNDERSTAND, Understander
 from umni.graph.graph import Graph, ImageFile, PromptPart, Ref
 from umni.graph.outcomes import Outcome
+from umni.protocols.caseio import shown_missing
 from umni.protocols.protocol import CaseSet, Note, Protocol, Skipped, View, node_status
 from umni.store.artifacts import check_image_file, encode_png, fingerprint
 from umni.util.errors import InputError
@@ -273,9 +274,11 @@ class Aegis(Protocol[AegisCase, AegisOptions, AegisResult]):
             missing_refs = [p for p in case.ref_image if not loaded.resolve_image(p).is_file()]
             reasons = []
             if missing_inputs:
-                reasons.append(f"missing input image(s): {', '.join(missing_inputs)}")
+                shown = (shown_missing(p, loaded.resolve_image(p)) for p in missing_inputs)
+                reasons.append(f"missing input image(s): {', '.join(shown)}")
             if missing_refs:
-                reasons.append(f"missing reference image(s): {', '.join(missing_refs)}")
+                shown = (shown_missing(p, loaded.resolve_image(p)) for p in missing_refs)
+                reasons.append(f"missing reference image(s): {', '.join(shown)}")
             if case.task == "editing" and not case.input_image:
                 reasons.append("an editing case needs an input image and names none")
             if reasons:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from umni.protocols.caseio import shown_missing
 from umni.protocols.protocol import CaseSet, Skipped
 from umni.util.errors import InputError
 
@@ -41,7 +42,7 @@ def load_tasks(path: Path) -> CaseSet[GeniusTask]:
     skipped: list[Skipped] = []
     for case in dataset.cases:
         if case.key in missing:
-            names = ", ".join(_shown_path(p, root) for p in missing[case.key])
+            names = ", ".join(shown_missing(_shown_path(p, root), p) for p in missing[case.key])
             skipped.append(Skipped(case.key, f"missing context image file(s): {names}"))
             continue
         choices, answer = probe_choices(case, dataset.cases)

@@ -41,6 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from umni.backends.roles import DETECT, EDIT, EMBED, GENERATE, OCR, UNDERSTAND
 from umni.graph.graph import Graph, ImageFile, Ref
 from umni.graph.outcomes import Outcome, first_failure
+from umni.protocols.caseio import shown_missing
 from umni.protocols.protocol import CaseSet, Note, Protocol, Skipped, View, node_status
 from umni.util.errors import InputError
 
@@ -452,7 +453,7 @@ def _skip_reason(case: GirCase, options: GirOptions) -> str | None:
     if not isinstance(data, UniCase) and hasattr(data, "image_paths"):
         gone = missing_images([data])
         if gone:
-            return "missing image(s): " + ", ".join(str(path) for _, path in gone)
+            return "missing image(s): " + ", ".join(shown_missing(str(path), path) for _, path in gone)
     reasons = [_metric_unavailable(case, m, options) for m in case_metrics(case)]
     if all(reasons):
         return "; ".join(dict.fromkeys(r for r in reasons if r))

@@ -4,6 +4,7 @@ the engine that runs it."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -129,4 +130,13 @@ def _parts(prompt: str | PromptPart | Sequence[PromptPart]) -> tuple[PromptPart,
 
 
 def _callable_name(fn: Callable[..., Any]) -> str:
-    return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
+    """A callable's name as a node parameter (it enters the key): the function's qualified name;
+    for a partial, the function it wraps; for a callable object, its class. Never its repr, which
+    holds a memory address and so never matched across processes (the code fingerprint covers the
+    bound arguments and the object's state)."""
+    if isinstance(fn, functools.partial):
+        return f"partial({_callable_name(fn.func)})"
+    qualname = getattr(fn, "__qualname__", None)
+    if isinstance(qualname, str):
+        return f"{getattr(fn, '__module__', '?')}.{qualname}"
+    return f"{type(fn).__module__}.{type(fn).__qualname__}()"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TypedDict, TypeVar, Unpack
@@ -256,6 +257,32 @@ def read_jsonl(path: Path, model: type[M], *, id_field: str = "id") -> list[M]:
 
 
 # -------------------------------------------------------------------------------- case images
+
+
+def file_problem(path: str | Path) -> str | None:
+    """Why a file a case names cannot be read as one, in words a user acts on: None for a regular
+    file (or a symlink to one); "missing"; or what the path is instead ("a FIFO (named pipe)", "a
+    folder", ...). A FIFO is never opened: reading one blocks until something writes to it."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return "missing"
+    except OSError as exc:
+        return f"unreadable ({exc.strerror})"
+    if stat.S_ISREG(mode):
+        return None
+    for test, what in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device")):  # fmt: skip
+        if test(mode):
+            return f"{what}, not a file"
+    return "not a regular file"
+
+
+def shown_missing(shown: str, path: str | Path) -> str:
+    """A missing-image entry as listed in a skip reason: the name as the case wrote it, with what the
+    path is when it exists but is no file (a FIFO reported as plainly "missing" misleads)."""
+    problem = file_problem(path)
+    return shown if problem in (None, "missing") else f"{shown} ({problem})"
 
 
 def case_image_files(graphs: Iterable[Any]) -> dict[Path, list[str]]:

@@ -6,6 +6,7 @@ what it opened, whether the run finished, failed or was cancelled, so nothing co
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -52,10 +53,17 @@ class RunDir:
     @contextmanager
     def open(cls, path: Path, manifest: dict[str, Any]) -> Iterator[RunDir]:
         """Lock `path`, make sure it holds this run (or nothing yet), and mark it incomplete until
-        `finish` has written every output file."""
+        `finish` has written every output file. A folder this command refuses is left exactly as it
+        was found: no lock file, no marker, not even the folder itself when it did not exist."""
+        existed, had_lock = path.exists(), (path / ".lock").exists()
         with ExitStack() as held:
             held.enter_context(exclusive_folder(path, ".lock", BUSY))
-            extended = _check_manifest(path, manifest)
+            try:
+                extended = _check_manifest(path, manifest)
+                _check_existing_run_db(path, manifest)
+            except InputError:
+                _leave_as_found(path, existed, had_lock)
+                raise
             mark_incomplete(path)
             store = RunStore(path / "run.db")
             held.callback(store.close)
@@ -72,6 +80,35 @@ class RunDir:
             atomic_write_text(self.path / "summary.json", json.dumps(summary, indent=2, ensure_ascii=False))
             write_report(self.path, protocol, summary, records, blobs)
         mark_complete(self.path)
+
+
+def _leave_as_found(path: Path, existed: bool, had_lock: bool) -> None:
+    """Undo what opening a refused folder made: the lock file, and the folder when it was new."""
+    if not had_lock:
+        (path / ".lock").unlink(missing_ok=True)
+    if not existed:
+        with contextlib.suppress(OSError):  # only ever an empty folder
+            path.rmdir()
+
+
+def _check_existing_run_db(path: Path, manifest: dict[str, Any]) -> None:
+    """Refuse a run.db made by another command before anything is written beside it."""
+    if (path / "run.db").exists():
+        store = RunStore(path / "run.db")
+        try:
+            made_by = store.made_by()
+        finally:
+            store.close()
+        if made_by is not None and made_by != run_identity(manifest):
+            _refuse_other_run_db(path)
+
+
+def _refuse_other_run_db(path: Path) -> None:
+    raise InputError(
+        "run.db was made by a different command (another protocol, case set, binding, option or seed) "
+        "than this one; resume it with the same command, or choose another --out",
+        path=path / "run.db",
+    )
 
 
 def _limit_text(limit: int | None) -> str:
@@ -126,9 +163,10 @@ def _check_manifest(out: Path, manifest: dict[str, Any]) -> str | None:
     if before == now:
         return None
     if now is not None and (before is None or now < before):
+        resume = "with no --limit" if before is None else f"with --limit {before} or more (or no --limit)"
         raise InputError(
             f"this run directory holds {_limit_text(before)}; --limit {now} would shrink it. Resume or extend it "
-            f"with --limit {before} or more{'' if before is None else ' (or no --limit)'}, or choose another --out",
+            f"{resume}, or choose another --out",
             path=out,
         )
     # a wider --limit: the directory is extended, keeping every finished case
@@ -149,8 +187,4 @@ def _check_run_db(out: Path, store: RunStore, manifest: dict[str, Any]) -> None:
             )
         store.set_made_by(identity)
     elif made_by != identity:
-        raise InputError(
-            "run.db was made by a different command (another protocol, case set, binding, option or seed) "
-            "than this one; resume it with the same command, or choose another --out",
-            path=out / "run.db",
-        )
+        _refuse_other_run_db(out)

@@ -11,6 +11,7 @@ import hashlib
 import io
 import json
 import os
+import stat
 import tempfile
 import threading
 import warnings
@@ -18,7 +19,8 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
-from PIL import Image, PngImagePlugin
+import numpy as np
+from PIL import Image, ImageOps, PngImagePlugin
 from pydantic import BaseModel, ConfigDict
 
 from umni.util.errors import InputError
@@ -138,6 +140,15 @@ def check_image_file(path: str | Path, *, max_pixels: int = MAX_CASE_PIXELS) -> 
     """
     path = Path(path)
     try:
+        kind = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise InputError("image file not found", path=path) from None
+    except OSError as exc:
+        raise InputError(f"image file cannot be read ({exc.strerror})", path=path) from None
+    if not stat.S_ISREG(kind):  # a FIFO would block the read forever; a folder is no image
+        what = "a FIFO (named pipe)" if stat.S_ISFIFO(kind) else "a folder" if stat.S_ISDIR(kind) else "not a regular file"
+        raise InputError(f"is {what}, not an image file", path=path)
+    try:
         with warnings.catch_warnings():  # the size is checked below, against MAX_CASE_PIXELS
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
             opened = Image.open(path)
@@ -166,9 +177,27 @@ def load_case_image(path: str | Path, *, max_pixels: int = MAX_CASE_PIXELS) -> I
     try:
         with Image.open(path) as image:
             image.load()
-            return image.copy() if image.mode in ("RGB", "RGBA", "L") else image.convert("RGB")  # keeps .info
+            upright = ImageOps.exif_transpose(image)  # a photo tagged "rotate 90°" reaches the model upright
+            if upright.mode in ("RGB", "RGBA", "L"):
+                return upright.copy() if upright is image else upright  # keeps .info
+            if upright.mode in WIDE_GREY_MODES:
+                return _scaled_to_8_bits(upright)
+            return upright.convert("RGB")
     except Exception as exc:  # truncated pixel data found only on decoding
         raise InputError(f"damaged image ({exc})", path=path) from None
+
+
+#: Pillow's modes for 16-bit (and 32-bit integer) grey images, e.g. a 16-bit PNG.
+WIDE_GREY_MODES = frozenset({"I;16", "I;16B", "I;16L", "I;16N", "I"})
+
+
+def _scaled_to_8_bits(image: Image.Image) -> Image.Image:
+    """A 16-bit grey image as 8-bit grey, scaled over the full range (Pillow's own conversion clips
+    at 255, which turns a full-range gradient into two levels)."""
+    wide = np.asarray(image, dtype=np.int64).clip(0, 65535)
+    grey = Image.fromarray(((wide * 255 + 32767) // 65535).astype(np.uint8), "L")
+    grey.info = dict(image.info)
+    return grey
 
 
 class BlobStore:

@@ -11,6 +11,9 @@ body keeps its name; a closure over another threshold keeps both). A fingerprint
 * the globals it reads (LOAD_GLOBAL), recursively for functions and classes of user code (bounded
   depth), by value for constants; a library module, function or class counts by its module, name
   and installed version, since its code is not the user's to change between runs;
+* for a module of user code (one that is not an installed distribution), the attributes the code
+  reaches through it (``helpmod.helper(x)``, ``helpmod.sub.CONST``), each described like a global;
+  an attribute looked up by a computed name (``getattr(helpmod, name)``) is not followed;
 * for `functools.partial`, the wrapped function and the bound arguments; for a bound method, the
   function and its instance's value.
 
@@ -122,16 +125,68 @@ def _function(fn: types.FunctionType, *, depth: int, seen: set[int]) -> Any:
             except ValueError:  # not assigned yet (a function that refers to itself)
                 cells[var] = {"empty": True}
                 continue
-            cells[var] = _value(content, depth=depth + 1, seen=seen)
+            if isinstance(content, types.ModuleType) and not _is_library(content.__name__):
+                cells[var] = _user_module(content, _attribute_paths(code).get(var, set()), depth=depth + 1, seen=seen)
+            else:
+                cells[var] = _value(content, depth=depth + 1, seen=seen)
         described["closure"] = cells
     names = sorted(_global_names(code))
+    reached = _attribute_paths(code)
     if names:
         found = {}
         for global_name in names:
             if global_name in fn.__globals__:
-                found[global_name] = _value(fn.__globals__[global_name], depth=depth + 1, seen=seen)
+                value = fn.__globals__[global_name]
+                if isinstance(value, types.ModuleType) and not _is_library(value.__name__):
+                    found[global_name] = _user_module(value, reached.get(global_name, set()), depth=depth + 1, seen=seen)
+                else:
+                    found[global_name] = _value(value, depth=depth + 1, seen=seen)
         described["globals"] = found
     return described
+
+
+def _user_module(module: types.ModuleType, paths: set[tuple[str, ...]], *, depth: int, seen: set[int]) -> Any:
+    """A module of user code, by the attributes the code reaches through it: its name and version
+    say nothing when the user edits it between runs."""
+    if _module_version(module.__name__) is not None:  # an installed distribution after all
+        return {"module": module.__name__, "version": _module_version(module.__name__)}
+    reached: dict[str, Any] = {}
+    for first in sorted({path[0] for path in paths}):
+        if not hasattr(module, first):
+            continue
+        value = getattr(module, first)
+        if isinstance(value, types.ModuleType) and not _is_library(value.__name__):
+            deeper = {path[1:] for path in paths if path[0] == first and len(path) > 1}
+            reached[first] = _user_module(value, deeper, depth=depth, seen=seen)
+        else:
+            reached[first] = _value(value, depth=depth, seen=seen)
+    return {"user_module": module.__name__, "reached": reached}
+
+
+_ATTRIBUTE_LOADS = frozenset({"LOAD_ATTR", "LOAD_METHOD"})
+_NAME_LOADS = _GLOBAL_LOADS | {"LOAD_DEREF", "LOAD_CLASSDEREF"}
+
+
+@functools.lru_cache(maxsize=4096)
+def _attribute_paths(code: types.CodeType) -> dict[str, set[tuple[str, ...]]]:
+    """Global or closure name -> the attribute chains the code reads off it (``a.b.c`` gives
+    ``("b", "c")``)."""
+    paths: dict[str, set[tuple[str, ...]]] = {}
+    instructions = list(dis.get_instructions(code))
+    for i, ins in enumerate(instructions):
+        if ins.opname in _NAME_LOADS and isinstance(ins.argval, str):
+            chain: list[str] = []
+            for after in instructions[i + 1 :]:
+                if after.opname not in _ATTRIBUTE_LOADS or not isinstance(after.argval, str):
+                    break
+                chain.append(after.argval)
+            if chain:
+                paths.setdefault(ins.argval, set()).add(tuple(chain))
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            for name, found in _attribute_paths(const).items():
+                paths.setdefault(name, set()).update(found)
+    return paths
 
 
 def _code_text(fn: types.FunctionType) -> Any:

@@ -3,9 +3,9 @@
 Identity by bytes, not by name and size: model weights overwritten in place with a file of the same
 size, or a case image replaced by another, must change what the cache sees. Hashing multi-gigabyte
 checkpoints on every run would be slow, so each hash is remembered in a small SQLite table keyed by
-the file's resolved path with its size, mtime_ns and inode: a file rewritten in any way changes at
-least one of those (a copy over it changes mtime_ns; a rename-into-place changes the inode), and is
-hashed again. The memo lives in the umni cache folder ($UMNI_CACHE or the user cache folder).
+the file's resolved path with its size, mtime_ns, inode and ctime_ns: a file rewritten in any way
+changes at least one of those (a rename-into-place changes the inode; a write changes ctime_ns, which,
+unlike mtime, no tool can set back), and is hashed again. The memo lives in the umni cache folder ($UMNI_CACHE or the user cache folder).
 """
 
 from __future__ import annotations
@@ -19,11 +19,15 @@ from pathlib import Path
 
 import platformdirs
 
-__all__ = ["file_sha256", "files_sha256"]
+from umni.util.storage import touch_with_umask
+
+__all__ = ["file_sha256", "files_sha256", "stat_key"]
 
 _CHUNK = 1 << 20
 _lock = threading.Lock()
-_memo: dict[tuple[str, int, int, int], str] = {}
+#: The memo's table; `hashes`, of earlier releases, was keyed without ctime_ns and is no longer read.
+TABLE = "file_hashes"
+_memo: dict[tuple[str, int, int, int, int], str] = {}
 
 
 def _memo_db() -> Path:
@@ -32,42 +36,46 @@ def _memo_db() -> Path:
     return root / "file-hashes.db"
 
 
-def _stat_key(path: Path) -> tuple[str, int, int, int]:
+def stat_key(path: Path) -> tuple[str, int, int, int, int]:
+    """What says a file is unchanged since it was last read: resolved path, size, mtime_ns, inode
+    and ctime_ns (a file rewritten in place with its size and mtime restored still changes ctime)."""
     resolved = path.resolve()
     st = resolved.stat()
-    return (str(resolved), st.st_size, st.st_mtime_ns, st.st_ino)
+    return (str(resolved), st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
 
 
-def _remembered(key: tuple[str, int, int, int]) -> str | None:
+def _remembered(key: tuple[str, int, int, int, int]) -> str | None:
     if key in _memo:
         return _memo[key]
     try:
         with sqlite3.connect(_memo_db(), timeout=10.0) as db:
             row = db.execute(
-                "SELECT sha256 FROM hashes WHERE path=? AND size=? AND mtime_ns=? AND inode=?", key
+                f"SELECT sha256 FROM {TABLE} WHERE path=? AND size=? AND mtime_ns=? AND inode=? AND ctime_ns=?", key
             ).fetchone()
     except sqlite3.Error:  # no memo yet, or an unusable one: hash again (the memo only saves time)
         return None
     return row[0] if row else None
 
 
-def _remember(key: tuple[str, int, int, int], digest: str) -> None:
+def _remember(key: tuple[str, int, int, int, int], digest: str) -> None:
     _memo[key] = digest
     try:
         _memo_db().parent.mkdir(parents=True, exist_ok=True)
+        touch_with_umask(_memo_db())  # SQLite would make it 0644 whatever the umask
         with sqlite3.connect(_memo_db(), timeout=10.0) as db:
             db.execute(
-                "CREATE TABLE IF NOT EXISTS hashes (path TEXT PRIMARY KEY, size INTEGER, mtime_ns INTEGER, inode INTEGER, sha256 TEXT)"
+                f"CREATE TABLE IF NOT EXISTS {TABLE} "
+                "(path TEXT PRIMARY KEY, size INTEGER, mtime_ns INTEGER, inode INTEGER, ctime_ns INTEGER, sha256 TEXT)"
             )
-            db.execute("INSERT OR REPLACE INTO hashes VALUES (?,?,?,?,?)", (*key, digest))
+            db.execute(f"INSERT OR REPLACE INTO {TABLE} VALUES (?,?,?,?,?,?)", (*key, digest))
     except (sqlite3.Error, OSError):
         pass  # a read-only cache folder: correct, only slower next time
 
 
 def file_sha256(path: str | os.PathLike[str]) -> str:
-    """The SHA-256 of a file's bytes, read in chunks; remembered by path, size, mtime_ns and inode."""
+    """The SHA-256 of a file's bytes, read in chunks; remembered by `stat_key`."""
     path = Path(path)
-    key = _stat_key(path)
+    key = stat_key(path)
     with _lock:
         found = _remembered(key)
     if found is not None:
@@ -77,7 +85,7 @@ def file_sha256(path: str | os.PathLike[str]) -> str:
         for chunk in iter(lambda: handle.read(_CHUNK), b""):
             digest.update(chunk)
     value = digest.hexdigest()
-    if _stat_key(path) == key:  # not changed while it was read
+    if stat_key(path) == key:  # not changed while it was read
         with _lock:
             _remember(key, value)
     return value

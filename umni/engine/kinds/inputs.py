@@ -2,7 +2,7 @@
 
 Outputs of finished nodes are read from the case's outcomes; images come from the blob store
 (decoded once and shared there); case image files are stored by content the first time a run
-meets them, remembered by path, modification time and size.
+meets them, remembered by `umni.util.filehash.stat_key` (path, size, mtime, inode, ctime).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from umni.graph.graph import ImageFile, Node, Ref
 from umni.graph.outcomes import Outcome
 from umni.store.artifacts import ImageRef
 from umni.store.cache import Cache
+from umni.util.filehash import stat_key
 
 
 class InputReader:
@@ -25,7 +26,7 @@ class InputReader:
 
     def __init__(self, cache: Cache) -> None:
         self.cache = cache
-        self._file_refs: dict[tuple[str, int, int], ImageRef] = {}
+        self._file_refs: dict[tuple[str, int, int, int, int], ImageRef] = {}
 
     def values(self, outcomes: Mapping[str, Outcome], refs: Mapping[str, Ref]) -> dict[str, Any]:
         """Input values by name: an image as a PIL image, anything else as the node's value;
@@ -43,8 +44,7 @@ class InputReader:
         return outcome.value
 
     def file_ref(self, item: ImageFile) -> ImageRef:
-        stat = Path(item.path).stat()
-        memo = (str(item.path), stat.st_mtime_ns, stat.st_size)
+        memo = stat_key(Path(item.path))  # a file rewritten in place is read again
         if memo not in self._file_refs:
             self._file_refs[memo] = self.cache.blobs.put_file(Path(item.path))
         return self._file_refs[memo]
