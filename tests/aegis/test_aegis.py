@@ -11,21 +11,14 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from tests.support.shared_data import SHARED_DATA, shared_data
+from tests.support.shared_data import shared_data
 from umni.util.errors import InputError, InputErrors, ParseFailure
 from umni_cases import bundled
 from umni_graphs.aegis import cases as C
 from umni_graphs.aegis import prompts as P
 from umni_graphs.aegis import scoring as S
 
-REAL = SHARED_DATA / "aegis" / "annotation.json"
 BUNDLED = bundled("aegis") / "annotation.json"
-needs_real = pytest.mark.usefixtures("real_annotation")
-
-
-@pytest.fixture
-def real_annotation() -> Path:
-    return shared_data("aegis", "annotation.json")  # fails, never skips, when the real file is absent
 
 
 class Img:
@@ -40,7 +33,8 @@ class Img:
 
 @pytest.fixture(scope="module")
 def real() -> C.AegisCaseSet:
-    return C.load_cases(REAL)
+    """The real annotation file; its tests are skipped where it is absent (see tests/support/shared_data.py)."""
+    return C.load_cases(shared_data("aegis", "annotation.json"))
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +50,6 @@ def quirks_where(case_set: C.AegisCaseSet, text: str) -> list[C.Quirk]:
 # The real file
 
 
-@needs_real
 def test_real_file_loads_every_record(real):
     assert len(real) == 1050
     assert Counter(c.task for c in real.cases) == {"understanding": 315, "generation": 314, "editing": 315, "interleaved": 106}
@@ -66,7 +59,6 @@ def test_real_file_loads_every_record(real):
     assert all(c.checklist for c in real.cases)
 
 
-@needs_real
 def test_real_file_parsed_error_checklists_are_recovered(real):
     found = quirks_where(real, "parsed error")
     assert sorted(q.id for q in found) == [576, 728]
@@ -79,7 +71,6 @@ def test_real_file_parsed_error_checklists_are_recovered(real):
     assert c728.checklist[6].question.startswith("Is the swan-neck flask, as a piece of laboratory equipment")
 
 
-@needs_real
 def test_real_file_tag_and_reasoning_typos(real):
     imgae = quirks_where(real, "[Imgae]")
     assert sorted((q.id, q.field) for q in imgae) == [(17, "refined_question[12]"), (167, "refined_question[7]")]
@@ -92,7 +83,6 @@ def test_real_file_tag_and_reasoning_typos(real):
     assert Counter(c.reasoning_type for c in real.cases)["causal reasoning"] == 92 + 31
 
 
-@needs_real
 def test_real_file_negative_items_and_list_ref_text(real):
     negative = quirks_where(real, "negatively phrased")
     by_id = Counter(q.id for q in negative)
@@ -104,7 +94,6 @@ def test_real_file_negative_items_and_list_ref_text(real):
     assert len(lists) == 24 and all(real.by_id(q.id).ref_text == "" for q in lists)
 
 
-@needs_real
 def test_real_file_images_are_listed_as_missing_not_raised(real):
     missing = real.missing_images()
     assert len(missing) == sum(len(c.input_image) + len(c.ref_image) for c in real.cases) == 2012
@@ -469,7 +458,6 @@ def test_judge_round_trip_on_bundled_case(mine):
     assert result.score == 0.75 and result.domain_group == "STEM"
 
 
-@needs_real
 def test_real_file_aggregates_by_group(real):
     # every case passes exactly its first item: the case score is 1/len(checklist)
     results = [S.scored(c, P.ChecklistVerdict((True,) + (False,) * (len(c.checklist) - 1))) for c in real.cases]

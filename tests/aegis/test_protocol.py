@@ -13,9 +13,9 @@ import anyio
 import pytest
 from PIL import Image
 
-from tests.support.shared_data import SHARED_DATA, shared_data
+from tests.support.shared_data import shared_data
+from umni.backends import Backend
 from umni.backends.bindings import Bindings
-from umni.backends.contract import Backend
 from umni.backends.roles import MODEL_ROLES, ImageReply, TextReply
 from umni.cli import main as cli_main
 from umni.engine.runner import RetryPolicy, Runner
@@ -30,7 +30,6 @@ from umni_graphs.aegis import prompts as P
 from umni_graphs.aegis.cases import DOMAIN_GROUPS, TASKS
 
 BUNDLED = bundled("aegis") / "annotation.json"
-REAL = SHARED_DATA / "aegis" / "annotation.json"
 NO_RETRY = RetryPolicy(max_attempts=1, initial_wait=0, max_wait=0, jitter=0)
 
 
@@ -381,9 +380,9 @@ def test_missing_input_image_skips_the_case(tmp_path):
 
 
 def test_real_file_loads_with_notes_and_skips_cases_without_images(capsys):
-    shared_data("aegis", "annotation.json")
-    loaded = PROTOCOL.load(REAL, options())
-    raw = json.loads(REAL.read_text())
+    real = shared_data("aegis", "annotation.json")
+    loaded = PROTOCOL.load(real, options())
+    raw = json.loads(real.read_text())
     with_images = {str(r["id"]) for r in raw if r["input_image"] or r["ref_image"]}
     assert {s.case_id for s in loaded.skipped} == with_images and len(with_images) == 1028
     # Only the 22 text-only understanding cases (no input image, no reference image) remain runnable.
@@ -392,6 +391,6 @@ def test_real_file_loads_with_notes_and_skips_cases_without_images(capsys):
     assert any(r == "576" and "parsed error" in m for r, _, m in notes) and any(r == "728" and "parsed error" in m for r, _, m in notes)
     assert sum("[Imgae]" in m for _, _, m in notes) == 2
     assert any("casual reasoning" in m for _, _, m in notes)
-    assert cli_main(["cases", "check", "aegis", str(REAL)]) == 0
+    assert cli_main(["cases", "check", "aegis", str(real)]) == 0
     out = capsys.readouterr().out
     assert "22 cases valid" in out and "record 576" in out and "will be skipped" in out

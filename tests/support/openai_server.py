@@ -172,6 +172,7 @@ class OpenAIStubServer:
         api_key: str | None = None,
         patch_completion: Callable[[dict[str, Any]], None] | None = None,
         data_urls: bool = False,
+        port: int = 0,
     ) -> None:
         """
         latency: seconds added to every request before it is served (benchmarks).
@@ -182,6 +183,7 @@ class OpenAIStubServer:
         patch_completion: changes each chat completion in place before it is sent (a refusal, a
             ``finish_reason`` of ``content_filter``, usage removed …).
         data_urls: an image asked for by URL is answered with a ``data:`` URL holding the PNG.
+        port: the port on 127.0.0.1 to listen on (0: a free one, see `port` once started).
         """
         self.latency = latency
         self.answer_word = answer_word
@@ -190,6 +192,7 @@ class OpenAIStubServer:
         self.api_key = api_key
         self.patch_completion = patch_completion
         self.data_urls = data_urls
+        self.requested_port = port
         self.requests: list[RecordedRequest] = []
         self._faults: list[Fault | None] = list(faults)
         self._files: dict[str, bytes] = {}
@@ -205,7 +208,7 @@ class OpenAIStubServer:
     def start(self) -> OpenAIStubServer:
         self._stopping.clear()
         handler = type("BoundHandler", (_Handler,), {"stub": self})
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", self.requested_port), handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="openai-stub", daemon=True
