@@ -29,6 +29,7 @@ from umni.protocols.protocol import (
     known_protocols,
     node_status,
 )
+from umni.protocols.scores import Number, Scores, scores_json
 
 __all__ = [
     "case_image_problems",
@@ -39,6 +40,7 @@ __all__ = [
     "jsonl_lines",
     "known_protocols",
     "node_status",
+    "Number",
     "NoOptions",
     "Note",
     "Protocol",
@@ -47,6 +49,8 @@ __all__ = [
     "read_json_records",
     "read_jsonl",
     "read_results_jsonl",
+    "Scores",
+    "scores_json",
     "Skipped",
     "validate_records",
     "validation_errors",
