@@ -252,7 +252,7 @@ class Aegis(Protocol[AegisCase, AegisOptions, AegisResult, scoring.AegisScores])
     roles = (UNDERSTAND, GENERATE, EDIT, JUDGE)
     Options = AegisOptions
 
-    def judgements(self, record: dict[str, Any]) -> dict[str, float | None]:
+    def judgements(self, record: AegisResult) -> dict[str, float | None]:
         """The checklist score of a case (fraction of Y), for judge agreement."""
         return {"score": record.get("score")}
 
@@ -538,7 +538,7 @@ class Aegis(Protocol[AegisCase, AegisOptions, AegisResult, scoring.AegisScores])
             ("By reasoning type", ["Reasoning type", "Score", *counts], reasoning_rows),
         ]
 
-    def views(self, record: dict[str, Any]) -> list[View]:
+    def views(self, record: AegisResult) -> list[View]:
         views: list[View] = []
         request_rows = [
             ("task", f"{record['task']} · {record['category']} ({record['domain_group']}) · {record['reasoning_type']}"),
@@ -550,9 +550,9 @@ class Aegis(Protocol[AegisCase, AegisOptions, AegisResult, scoring.AegisScores])
         views.append(View("Request", inputs[0]["sha256"] if inputs else None, request_rows))
         for n, image in enumerate(inputs[1:], start=2):
             views.append(View(f"Input image {n}", image["sha256"], [("path", image["path"])]))
-        for key, title in (("rewrite", "Rewritten prompt"), ("plan", "Plan")):
+        for key, title, text in (("rewrite", "Rewritten prompt", record.get("rewrite")), ("plan", "Plan", record.get("plan"))):
             if key in record:
-                views.append(View(title, None, [(key, record[key] if record[key] is not None else "— (failed)")]))
+                views.append(View(title, None, [(key, text if text is not None else "— (failed)")]))
         out = record["output"]
         out_rows: list[tuple[str, str]] = []
         if out["text"] is not None:

@@ -41,7 +41,7 @@ class Genius(Protocol[GeniusTask, GeniusOptions, GeniusResult, GeniusScores]):
         """A case file (``<dimension>/test_data.json``) is a list of records; a task is built from one."""
         return TypeAdapter(list[GeniusRecord]).json_schema()
 
-    def judgements(self, record: dict[str, Any]) -> dict[str, float | None]:
+    def judgements(self, record: GeniusResult) -> dict[str, float | None]:
         """The final round's RC, VC and AQ marks (0–100) of a case, for judge agreement."""
         scores = record.get("scores") or {}
         return {metric: scores.get(metric) for metric in METRICS}
@@ -70,7 +70,7 @@ class Genius(Protocol[GeniusTask, GeniusOptions, GeniusResult, GeniusScores]):
     def tables(self, summary: dict[str, Any]) -> list[Table]:
         return score_tables(summary)
 
-    def views(self, record: dict[str, Any]) -> list[View]:
+    def views(self, record: GeniusResult) -> list[View]:
         return case_views(record)
 
 

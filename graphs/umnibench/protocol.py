@@ -141,7 +141,7 @@ class UmniBench(Protocol[UmniCase, UmniOptions, UmniRecord, scoring.UmniScores])
     def summarize(self, records: list[UmniRecord], options: UmniOptions) -> scoring.UmniScores:
         return scoring.score(records, options.ability)
 
-    def judgements(self, record: dict[str, Any]) -> dict[str, float | None]:
+    def judgements(self, record: UmniRecord) -> dict[str, float | None]:
         """The per-case accuracy (0–100) over answered questions: what the paper correlates with people."""
         answered = [q["correct"] for q in record["questions"].values() if q["correct"] is not None]
         return {"accuracy": 100.0 * sum(answered) / len(answered) if answered else None}
@@ -158,7 +158,7 @@ class UmniBench(Protocol[UmniCase, UmniOptions, UmniRecord, scoring.UmniScores])
             ("Accuracy by domain", ["Domain", "Accuracy"], domain_rows),
         ]
 
-    def views(self, record: dict[str, Any]) -> list[View]:
+    def views(self, record: UmniRecord) -> list[View]:
         views = []
         for stage in STAGES:
             info = record["stages"][stage]

@@ -122,11 +122,12 @@ class Protocol(ABC, Generic[CaseT, OptionsT, RecordT, ScoresT]):
         return handles if handles is not None else self.build(case, options).handles
 
     def tables(self, summary: dict[str, Any]) -> list[tuple[str, list[str], list[list[Any]]]]:
-        """Paper-style tables for reports: (title, header, rows)."""
+        """Paper-style tables for reports: (title, header, rows), from summary.json as written (its
+        ``scores`` the JSON of `ScoresT`; reports read it back from disk, so it stays a dict here)."""
         return []
 
-    def views(self, record: dict[str, Any]) -> list[View]:
-        """How a case record appears in the HTML report."""
+    def views(self, record: RecordT) -> list[View]:
+        """How a case record appears in the HTML report (the record as results.jsonl holds it)."""
         return []
 
     def case_schema(self) -> dict[str, Any]:
@@ -141,7 +142,7 @@ class Protocol(ABC, Generic[CaseT, OptionsT, RecordT, ScoresT]):
         """
         return options
 
-    def judgements(self, record: dict[str, Any]) -> dict[str, float | None]:
+    def judgements(self, record: RecordT) -> dict[str, float | None]:
         """Per-case numbers that judge agreement compares (metric -> value; None when failed)."""
         return {}
 
