@@ -1,6 +1,7 @@
 """The contract a benchmark protocol implements (`Protocol`: cases, one graph per case, records,
-summary, tables, views) and the case-file reading every protocol shares, with error messages that
-name the file, line and field. The protocols themselves live in `umni_graphs` above umni.
+typed scores (`Scores`), tables, views) and the case-file reading every protocol shares, with
+error messages that name the file, line and field. The protocols themselves live in `umni_graphs`
+above umni.
 """
 
 from __future__ import annotations
