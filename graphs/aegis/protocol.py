@@ -247,13 +247,13 @@ def _file_sha(path: Path) -> str | None:
 # --------------------------------------------------------------------------------------------------
 
 
-class Aegis(Protocol[AegisCase, AegisOptions, AegisResult]):
+class Aegis(Protocol[AegisCase, AegisOptions, AegisResult, scoring.AegisScores]):
     name = "aegis"
     title = "AEGIS world-knowledge checklist evaluation"
     roles = (UNDERSTAND, GENERATE, EDIT, JUDGE)
     Options = AegisOptions
 
-    def judgements(self, record: dict[str, Any]) -> dict[str, float | None]:
+    def judgements(self, record: AegisResult) -> dict[str, float | None]:
         """The checklist score of a case (fraction of Y), for judge agreement."""
         return {"score": record.get("score")}
 
@@ -263,7 +263,7 @@ class Aegis(Protocol[AegisCase, AegisOptions, AegisResult]):
         return bundled("aegis") / "annotation.json"
 
     # ------------------------------------------------------------------ loading
-    def load(self, path: Path, options: BaseModel) -> CaseSet[AegisCase]:
+    def load(self, path: Path, options: AegisOptions) -> CaseSet[AegisCase]:
         file = path / "annotation.json" if path.is_dir() else path
         loaded = load_cases(file)
         notes = [Note(q.record, q.field, q.message) for q in loaded.quirks]
@@ -291,8 +291,8 @@ class Aegis(Protocol[AegisCase, AegisOptions, AegisResult]):
         return str(case.id)
 
     # ------------------------------------------------------------------ graph
-    def build(self, case: AegisCase, options: BaseModel) -> Graph[AegisHandles]:
-        return self._build(_located(case), _options(options))
+    def build(self, case: AegisCase, options: AegisOptions) -> Graph[AegisHandles]:
+        return self._build(_located(case), options)
 
     def _build(self, case: LocatedCase, options: AegisOptions) -> Graph[AegisHandles]:
         g: Graph[AegisHandles] = Graph(str(case.id))
@@ -417,10 +417,10 @@ class Aegis(Protocol[AegisCase, AegisOptions, AegisResult]):
         )
 
     # ------------------------------------------------------------------ records
-    def record(self, case: AegisCase, outcomes: Mapping[str, Outcome], options: BaseModel) -> AegisResult:
-        located, o = _located(case), _options(options)
-        handles: AegisHandles = self.handles(located, outcomes, o)
-        return self._record(located, outcomes, handles, o)
+    def record(self, case: AegisCase, outcomes: Mapping[str, Outcome], options: AegisOptions) -> AegisResult:
+        located = _located(case)
+        handles: AegisHandles = self.handles(located, outcomes, options)
+        return self._record(located, outcomes, handles, options)
 
     def _record(self, case: LocatedCase, outcomes: Mapping[str, Outcome], handles: AegisHandles, options: AegisOptions) -> AegisResult:
         status, detail = _classify(outcomes, handles)
@@ -476,7 +476,7 @@ class Aegis(Protocol[AegisCase, AegisOptions, AegisResult]):
         return record
 
     # ------------------------------------------------------------------ summary
-    def summarize(self, records: list[AegisResult], options: BaseModel) -> dict[str, Any]:
+    def summarize(self, records: list[AegisResult], options: AegisOptions) -> scoring.AegisScores:
         results = [
             scoring.CaseResult(r["id"], r["task"], r["category"], r["reasoning_type"], r["status"], r["score"], r.get("detail", ""))
             for r in records
@@ -485,7 +485,7 @@ class Aegis(Protocol[AegisCase, AegisOptions, AegisResult]):
         official = scoring.summarize((row for r in records for row in _official_results(r)), rows=True)
         groups = tuple(DOMAIN_GROUPS)
 
-        def row(by_group: dict[str, scoring.GroupStats], total: scoring.GroupStats) -> dict[str, Any]:
+        def row(by_group: dict[str, scoring.GroupStats], total: scoring.GroupStats) -> dict[str, float | None]:
             cells = {g: _pct(by_group[g].mean) if g in by_group else None for g in groups}
             return {**cells, "overall": _pct(total.mean), **_counts(total)}
 
@@ -495,30 +495,30 @@ class Aegis(Protocol[AegisCase, AegisOptions, AegisResult]):
             cells = {g: s.by_task_and_group[f"{task}/{g}"] for g in groups if f"{task}/{g}" in s.by_task_and_group}
             main[task] = row(cells, s.by_task.get(task, empty))
         main["overall"] = row(s.by_domain_group, s.overall)
-        return {
-            "scale": "percent: mean over scored cases of the fraction of checklist items answered Y",
-            "overall": _pct(s.overall.mean),
-            "main_table": main,
-            "by_task": {k: _stats(v) for k, v in s.by_task.items()},
-            "by_domain_group": {k: _stats(v) for k, v in s.by_domain_group.items()},
-            "by_category": {k: _stats(v) for k, v in s.by_category.items()},
-            "by_reasoning_type": {k: _stats(v) for k, v in s.by_reasoning_type.items()},
-            "by_task_and_category": {
+        return scoring.AegisScores(
+            scale="percent: mean over scored cases of the fraction of checklist items answered Y",
+            overall=_pct(s.overall.mean),
+            main_table=main,
+            by_task={k: _stats(v) for k, v in s.by_task.items()},
+            by_domain_group={k: _stats(v) for k, v in s.by_domain_group.items()},
+            by_category={k: _stats(v) for k, v in s.by_category.items()},
+            by_reasoning_type={k: _stats(v) for k, v in s.by_reasoning_type.items()},
+            by_task_and_category={
                 task: {key.split("/", 1)[1]: _stats(v) for key, v in s.by_task_and_category.items() if key.startswith(f"{task}/")}
                 for task in s.by_task
             },
-            "official_equivalent": {
-                "overall": _pct(official.overall.mean),
-                "by_task": {k: _pct(v.mean) for k, v in official.by_task.items()},
-                "cases": _counts(official.overall),
-                "stops": sum(1 for r in records if (r.get("official") or {}).get("stop")),
-            },
-            "deviations": deviations(records, s, official),
-            "cases": {"total": len(records), **_counts(s.overall)},
-            "inference_failed_ids": s.inference_failed_ids,
-            "evaluation_failed_ids": s.evaluation_failed_ids,
-            "invert_negative": bool(getattr(options, "invert_negative", False)),
-        }
+            official_equivalent=scoring.OfficialEquivalent(
+                overall=_pct(official.overall.mean),
+                by_task={k: _pct(v.mean) for k, v in official.by_task.items()},
+                cases=scoring.Counts(**_counts(official.overall)),
+                stops=sum(1 for r in records if (r.get("official") or {}).get("stop")),
+            ),
+            deviations=deviations(records, s, official),
+            cases=scoring.CaseCounts(total=len(records), **_counts(s.overall)),
+            inference_failed_ids=s.inference_failed_ids,
+            evaluation_failed_ids=s.evaluation_failed_ids,
+            invert_negative=options.invert_negative,
+        )
 
     def tables(self, summary: dict[str, Any]) -> list[tuple[str, list[str], list[list[Any]]]]:
         s = summary["scores"]
@@ -541,7 +541,7 @@ class Aegis(Protocol[AegisCase, AegisOptions, AegisResult]):
             ("By reasoning type", ["Reasoning type", "Score", *counts], reasoning_rows),
         ]
 
-    def views(self, record: dict[str, Any]) -> list[View]:
+    def views(self, record: AegisResult) -> list[View]:
         views: list[View] = []
         request_rows = [
             ("task", f"{record['task']} · {record['category']} ({record['domain_group']}) · {record['reasoning_type']}"),
@@ -553,9 +553,9 @@ class Aegis(Protocol[AegisCase, AegisOptions, AegisResult]):
         views.append(View("Request", inputs[0]["sha256"] if inputs else None, request_rows))
         for n, image in enumerate(inputs[1:], start=2):
             views.append(View(f"Input image {n}", image["sha256"], [("path", image["path"])]))
-        for key, title in (("rewrite", "Rewritten prompt"), ("plan", "Plan")):
+        for key, title, text in (("rewrite", "Rewritten prompt", record.get("rewrite")), ("plan", "Plan", record.get("plan"))):
             if key in record:
-                views.append(View(title, None, [(key, record[key] if record[key] is not None else "— (failed)")]))
+                views.append(View(title, None, [(key, text if text is not None else "— (failed)")]))
         out = record["output"]
         out_rows: list[tuple[str, str]] = []
         if out["text"] is not None:
@@ -598,20 +598,14 @@ def _counts(stats: scoring.GroupStats) -> dict[str, int]:
     return {k: getattr(stats, k) for k in _COUNT_KEYS}
 
 
-def _stats(stats: scoring.GroupStats) -> dict[str, Any]:
-    return {"score": _pct(stats.mean), "std": _pct(stats.std), **_counts(stats)}
+def _stats(stats: scoring.GroupStats) -> scoring.GroupScores:
+    return scoring.GroupScores(score=_pct(stats.mean), std=_pct(stats.std), **_counts(stats))
 
 
 def _located(case: AegisCase) -> LocatedCase:
     if not isinstance(case, LocatedCase):
         raise TypeError(f"AEGIS case {case.id}: build graphs from cases returned by PROTOCOL.load, which know their image folder")
     return case
-
-
-def _options(options: BaseModel) -> AegisOptions:
-    if not isinstance(options, AegisOptions):
-        raise TypeError(f"expected AegisOptions (from PROTOCOL.parse_options), got {type(options).__name__}")
-    return options
 
 
 def _classify(outcomes: Mapping[str, Outcome], handles: AegisHandles) -> tuple[scoring.Status, str]:

@@ -22,9 +22,3 @@ class GeniusOptions(BaseModel):
     vqa_probe: bool = Field(False, description="also ask the task as a multiple-choice question")
     judge_rounds: int = Field(3, ge=1, le=9, description="judge calls per metric; the item mark is round(mean)")
     copy_judge: bool = Field(True, description="ask the judge 'Copy: 0|1' besides the exact pixel check")
-
-
-def genius_options(options: BaseModel) -> GeniusOptions:
-    """The engine hands protocols their options as a plain model; re-validate when it is not ours
-    already, so every helper can rely on the GENIUS fields and their defaults."""
-    return options if isinstance(options, GeniusOptions) else GeniusOptions.model_validate(options.model_dump())

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, TypeAdapter
+from pydantic import TypeAdapter
 
 from umni.backends.roles import GENERATE, JUDGE
 from umni.graph.graph import Graph
@@ -24,14 +24,14 @@ from umni.protocols.protocol import CaseSet, Protocol, View
 
 from .cases import GeniusRecord
 from .graph import GeniusHandles, build_case_graph
-from .options import GeniusOptions, genius_options
+from .options import GeniusOptions
 from .records import GeniusResult, case_record
 from .report import METRICS, Table, case_views, score_tables
-from .summary import summarize_records
+from .summary import GeniusScores, summarize_records
 from .tasks import GeniusTask, load_tasks
 
 
-class Genius(Protocol[GeniusTask, GeniusOptions, GeniusResult]):
+class Genius(Protocol[GeniusTask, GeniusOptions, GeniusResult, GeniusScores]):
     name = "genius"
     title = "GENIUS generative fluid intelligence"
     roles = (GENERATE, JUDGE)
@@ -41,7 +41,7 @@ class Genius(Protocol[GeniusTask, GeniusOptions, GeniusResult]):
         """A case file (``<dimension>/test_data.json``) is a list of records; a task is built from one."""
         return TypeAdapter(list[GeniusRecord]).json_schema()
 
-    def judgements(self, record: dict[str, Any]) -> dict[str, float | None]:
+    def judgements(self, record: GeniusResult) -> dict[str, float | None]:
         """The final round's RC, VC and AQ marks (0–100) of a case, for judge agreement."""
         scores = record.get("scores") or {}
         return {metric: scores.get(metric) for metric in METRICS}
@@ -51,27 +51,26 @@ class Genius(Protocol[GeniusTask, GeniusOptions, GeniusResult]):
 
         return bundled("genius") / "dataset"
 
-    def load(self, path: Path, options: BaseModel) -> CaseSet[GeniusTask]:
+    def load(self, path: Path, options: GeniusOptions) -> CaseSet[GeniusTask]:
         return load_tasks(Path(path))
 
     def case_id(self, case: GeniusTask) -> str:
         return case.key
 
-    def build(self, case: GeniusTask, options: BaseModel) -> Graph[GeniusHandles]:
-        return build_case_graph(case, genius_options(options))
+    def build(self, case: GeniusTask, options: GeniusOptions) -> Graph[GeniusHandles]:
+        return build_case_graph(case, options)
 
-    def record(self, case: GeniusTask, outcomes: Mapping[str, Outcome], options: BaseModel) -> GeniusResult:
-        o = genius_options(options)
-        handles: GeniusHandles = self.handles(case, outcomes, o)
-        return case_record(case, outcomes, handles, o)
+    def record(self, case: GeniusTask, outcomes: Mapping[str, Outcome], options: GeniusOptions) -> GeniusResult:
+        handles: GeniusHandles = self.handles(case, outcomes, options)
+        return case_record(case, outcomes, handles, options)
 
-    def summarize(self, records: list[GeniusResult], options: BaseModel) -> dict[str, Any]:
-        return summarize_records(records, genius_options(options))
+    def summarize(self, records: list[GeniusResult], options: GeniusOptions) -> GeniusScores:
+        return summarize_records(records, options)
 
     def tables(self, summary: dict[str, Any]) -> list[Table]:
         return score_tables(summary)
 
-    def views(self, record: dict[str, Any]) -> list[View]:
+    def views(self, record: GeniusResult) -> list[View]:
         return case_views(record)
 
 

@@ -6,6 +6,7 @@ Failures are always shown as failures ("parse failure (not scored)"), never as a
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from umni.backends.roles import GENERATE, option_letter
@@ -71,7 +72,7 @@ def score_tables(summary: dict[str, Any]) -> list[Table]:
     return tables
 
 
-def case_views(record: dict[str, Any]) -> list[View]:
+def case_views(record: Mapping[str, Any]) -> list[View]:
     """The task and its context images, the plan, every round (skipped ones say why), the probe."""
     hints = [("rc_hint", record["rc_hint"])] + [(f"vc_hint {i + 1}", h) for i, h in enumerate(record["vc_hints"])]
     task = View(f"Task · {DIMENSION_TITLES.get(record['dimension'], record['dimension'])}", None,

@@ -12,54 +12,151 @@ from collections.abc import Mapping, Sequence
 from statistics import fmean
 from typing import Any
 
+from umni.protocols.scores import Number, Scores
+
 from . import scoring
 from .cases import DIMENSIONS
 from .deviations import deviations
 from .options import GeniusOptions
 
 
-def summarize_records(records: Sequence[Mapping[str, Any]], o: GeniusOptions) -> dict[str, Any]:
+class Metrics(Scores):
+    """A count per metric (RC, VC, AQ)."""
+
+    rc: int
+    vc: int
+    aq: int
+
+
+class FailuresByMetric(Scores):
+    """Judge failures per metric, by failure kind."""
+
+    rc: dict[str, int]
+    vc: dict[str, int]
+    aq: dict[str, int]
+
+
+class DimensionScores(Scores):
+    items: int
+    missing_outputs: int
+    rc: Number | None
+    vc: Number | None
+    aq: Number | None
+    #: metric -> failure kind -> judge failures, only the metrics that had any
+    judge_failures: dict[str, dict[str, int]]
+
+
+class OfficialEquivalent(Scores):
+    """The same runs scored as the official scripts would (see `_official_equivalent`)."""
+
+    overall: Number | None
+    rc: Number | None
+    vc: Number | None
+    aq: Number | None
+    items: int
+    dropped: int
+
+
+class RoundScores(Scores):
+    round: int
+    overall: Number | None
+    rc: Number | None
+    vc: Number | None
+    aq: Number | None
+    cases_running: int
+
+
+class ReflectionScores(Scores):
+    critic: str
+    max_rounds: int
+    #: rounds run (as a string) -> cases
+    rounds_run: dict[str, int]
+    stopped_early: int
+    by_round: list[RoundScores]
+
+
+class ProbeTally(Scores):
+    accuracy: Number | None
+    answered: int
+    correct: int
+    failed: int
+    unavailable: int
+
+
+class ProbeScores(ProbeTally):
+    chance: Number | None
+    dimensions: dict[str, ProbeTally]
+    #: probe verdict -> final RC bucket -> cases
+    versus_rc: dict[str, dict[str, int]]
+
+
+class GeniusScores(Scores):
+    """summary.json ``scores`` of a GENIUS run (0–100; failures counted beside, never as 0).
+    `reflection` and `probe` appear only when those options were on."""
+
+    optional_sections = frozenset({"reflection", "probe"})
+
+    overall: Number | None
+    rc: Number | None
+    vc: Number | None
+    aq: Number | None
+    dimensions: dict[str, DimensionScores]
+    cases: int
+    scored: Metrics
+    judge_failures: FailuresByMetric
+    missing_outputs: int
+    #: why a case has no scoring item -> cases
+    unscored: dict[str, int]
+    weights: dict[str, Number]
+    scale: int
+    judge_rounds: int
+    input_format: str
+    vc_counted_as_zero: bool
+    official_equivalent: OfficialEquivalent
+    deviations: list[dict[str, Any]]
+    reflection: ReflectionScores | None = None
+    probe: ProbeScores | None = None
+
+
+def summarize_records(records: Sequence[Mapping[str, Any]], o: GeniusOptions) -> GeniusScores:
     """Scores of the cases' final rounds, pooled (data-weighted) and per dimension."""
     items = [r["item"] for r in records if r.get("item") is not None]
     result = scoring.summarize(items)
     dimensions = {
-        name: {
-            "items": d.items,
-            "missing_outputs": d.missing_outputs,
-            "rc": _rounded(d.rc.mean),
-            "vc": _rounded(d.vc.mean) if d.vc else None,
-            "aq": _rounded(d.aq.mean),
-            "judge_failures": {m: r.failures for m, r in (("rc", d.rc), ("vc", d.vc), ("aq", d.aq)) if r and r.failures},
-        }
+        name: DimensionScores(
+            items=d.items,
+            missing_outputs=d.missing_outputs,
+            rc=_rounded(d.rc.mean),
+            vc=_rounded(d.vc.mean) if d.vc else None,
+            aq=_rounded(d.aq.mean),
+            judge_failures={m: r.failures for m, r in (("rc", d.rc), ("vc", d.vc), ("aq", d.aq)) if r and r.failures},
+        )
         for name, d in result.dimensions.items()
     }
-    summary: dict[str, Any] = {
-        "overall": _rounded(result.overall),
-        "rc": _rounded(result.rc.mean),
-        "vc": _rounded(result.vc.mean),
-        "aq": _rounded(result.aq.mean),
-        "dimensions": dimensions,
-        "cases": len(records),
-        "scored": {"rc": result.rc.scored, "vc": result.vc.scored, "aq": result.aq.scored},
-        "judge_failures": {"rc": result.rc.failures, "vc": result.vc.failures, "aq": result.aq.failures},
-        "missing_outputs": result.missing_outputs,
-        "unscored": dict(sorted(Counter(r["unscored"] for r in records if r.get("item") is None).items())),
-        "weights": dict(scoring.OVERALL_WEIGHTS),
-        "scale": scoring.SCALE,
-        "judge_rounds": o.judge_rounds,
-        "input_format": o.input_format.value,
-        "vc_counted_as_zero": result.vc_counted_as_zero,
-        "official_equivalent": _official_equivalent(records),
-        "deviations": deviations(records),
-    }
-    if o.reflection_rounds:
-        summary["reflection"] = _reflection_summary(records, o)
-    if o.vqa_probe:
-        summary["probe"] = _probe_summary(records)
-    return summary
+    return GeniusScores(
+        overall=_rounded(result.overall),
+        rc=_rounded(result.rc.mean),
+        vc=_rounded(result.vc.mean),
+        aq=_rounded(result.aq.mean),
+        dimensions=dimensions,
+        cases=len(records),
+        scored=Metrics(rc=result.rc.scored, vc=result.vc.scored, aq=result.aq.scored),
+        judge_failures=FailuresByMetric(rc=result.rc.failures, vc=result.vc.failures, aq=result.aq.failures),
+        missing_outputs=result.missing_outputs,
+        unscored=dict(sorted(Counter(r["unscored"] for r in records if r.get("item") is None).items())),
+        weights=dict(scoring.OVERALL_WEIGHTS),
+        scale=scoring.SCALE,
+        judge_rounds=o.judge_rounds,
+        input_format=o.input_format.value,
+        vc_counted_as_zero=result.vc_counted_as_zero,
+        official_equivalent=_official_equivalent(records),
+        deviations=deviations(records),
+        reflection=_reflection_summary(records, o) if o.reflection_rounds else None,
+        probe=_probe_summary(records) if o.vqa_probe else None,
+    )
 
 
-def _official_equivalent(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def _official_equivalent(records: Sequence[Mapping[str, Any]]) -> OfficialEquivalent:
     """The same runs scored as the official scripts would score the judges' replies: every reply read
     by the official parser, a failed generation scored 0 on every metric (the script finds no image),
     and an item whose judge left no reply at all dropped (the script skips it)."""
@@ -73,14 +170,14 @@ def _official_equivalent(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]
         else:
             dropped += 1
     result = scoring.summarize(items)
-    return {
-        "overall": _rounded(result.overall),
-        "rc": _rounded(result.rc.mean),
-        "vc": _rounded(result.vc.mean),
-        "aq": _rounded(result.aq.mean),
-        "items": len(items),
-        "dropped": dropped,
-    }
+    return OfficialEquivalent(
+        overall=_rounded(result.overall),
+        rc=_rounded(result.rc.mean),
+        vc=_rounded(result.vc.mean),
+        aq=_rounded(result.aq.mean),
+        items=len(items),
+        dropped=dropped,
+    )
 
 
 def _missing_output(record: Mapping[str, Any]) -> dict[str, Any]:
@@ -99,7 +196,7 @@ def _rounded(value: float | None) -> float | None:
     return round(value, 4) if value is not None else None
 
 
-def _reflection_summary(records: Sequence[Mapping[str, Any]], o: GeniusOptions) -> dict[str, Any]:
+def _reflection_summary(records: Sequence[Mapping[str, Any]], o: GeniusOptions) -> ReflectionScores:
     """Scores as they stood after each round (a case that stopped keeps its last score), how many
     rounds each case ran, and how many stopped early because RC reached 2."""
     by_round = []
@@ -112,41 +209,41 @@ def _reflection_summary(records: Sequence[Mapping[str, Any]], o: GeniusOptions) 
             running += bool(ran) and ran[-1]["round"] == k
         result = scoring.summarize(items)
         by_round.append(
-            {
-                "round": k,
-                "overall": _rounded(result.overall),
-                "rc": _rounded(result.rc.mean),
-                "vc": _rounded(result.vc.mean),
-                "aq": _rounded(result.aq.mean),
-                "cases_running": running,
-            }
+            RoundScores(
+                round=k,
+                overall=_rounded(result.overall),
+                rc=_rounded(result.rc.mean),
+                vc=_rounded(result.vc.mean),
+                aq=_rounded(result.aq.mean),
+                cases_running=running,
+            )
         )
     rounds_run = Counter(sum(r["ran"] for r in record["rounds"]) for record in records)
     stopped = sum(any(r["status"] == "skipped" for r in record["rounds"]) for record in records)
-    return {
-        "critic": o.critic,
-        "max_rounds": o.reflection_rounds,
-        "rounds_run": {str(n): rounds_run[n] for n in sorted(rounds_run)},
-        "stopped_early": stopped,
-        "by_round": by_round,
-    }
+    return ReflectionScores(
+        critic=o.critic,
+        max_rounds=o.reflection_rounds,
+        rounds_run={str(n): rounds_run[n] for n in sorted(rounds_run)},
+        stopped_early=stopped,
+        by_round=by_round,
+    )
 
 
-def _probe_summary(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def _probe_summary(records: Sequence[Mapping[str, Any]]) -> ProbeScores:
     """Probe accuracy overall and per dimension, beside chance, and crossed with the final RC so a
     reader sees whether knowing the answer goes with drawing it."""
 
-    def tally(subset: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    def tally(subset: Sequence[Mapping[str, Any]]) -> ProbeTally:
         probes = [r["probe"] for r in subset if r.get("probe")]
         answered = [p for p in probes if p["correct"] is not None]
         correct = sum(p["correct"] for p in answered)
-        return {
-            "accuracy": _rounded(100.0 * correct / len(answered)) if answered else None,
-            "answered": len(answered),
-            "correct": correct,
-            "failed": sum(p["status"] not in ("done", "unavailable") for p in probes),
-            "unavailable": sum(p["status"] == "unavailable" for p in probes),
-        }
+        return ProbeTally(
+            accuracy=_rounded(100.0 * correct / len(answered)) if answered else None,
+            answered=len(answered),
+            correct=correct,
+            failed=sum(p["status"] not in ("done", "unavailable") for p in probes),
+            unavailable=sum(p["status"] == "unavailable" for p in probes),
+        )
 
     versus: dict[str, dict[str, int]] = {}
     for record in records:
@@ -160,9 +257,9 @@ def _probe_summary(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         else:
             cell["rc_unscored"] += 1
     chance = [1 / len(r["probe"]["options"]) for r in records if r.get("probe") and r["probe"]["options"]]
-    return {
-        **tally(records),
-        "chance": _rounded(100.0 * fmean(chance)) if chance else None,
-        "dimensions": {d: tally(mine) for d in DIMENSIONS if (mine := [r for r in records if r["dimension"] == d])},
-        "versus_rc": versus,
-    }
+    return ProbeScores(
+        **dict(tally(records)),
+        chance=_rounded(100.0 * fmean(chance)) if chance else None,
+        dimensions={d: tally(mine) for d in DIMENSIONS if (mine := [r for r in records if r["dimension"] == d])},
+        versus_rc=versus,
+    )

@@ -43,6 +43,7 @@ from umni.graph.graph import Graph, ImageFile, Ref
 from umni.graph.outcomes import Outcome, first_failure
 from umni.protocols.caseio import shown_missing
 from umni.protocols.protocol import CaseSet, Note, Protocol, Skipped, View, node_status
+from umni.protocols.scores import Number, Scores
 from umni.util.errors import InputError
 
 from . import scoring
@@ -206,8 +207,31 @@ class GirOptions(BaseModel):
         return [role for role in self.metric_roles(metric) if role in self.skipped_roles]
 
 
-def _options(options: BaseModel) -> GirOptions:
-    return options if isinstance(options, GirOptions) else GirOptions(**options.model_dump())
+class UniScores(Scores):
+    """Uni (the paired understanding and generation tasks): each category's score and the Overall."""
+
+    understanding: dict[str, Number | None]
+    generation: dict[str, Number | None]
+
+
+class GirScores(Scores):
+    """summary.json ``scores`` of a GIR-Bench run: the paper's groups (each with its Overall, None
+    unless every metric of the group has a score), the Overall of the metrics that have one, and
+    each metric's own summary (cases, failures, skips, umni's figure beside the official one)."""
+
+    uni: UniScores
+    t2i: dict[str, Number | None]
+    edit: dict[str, Number | None]
+    overall: Number | None
+    #: the metrics the Overall averages
+    overall_of: list[str]
+    puzzle_fid: Number | None
+    #: metric -> its summary (`_metric_summary`)
+    metrics: dict[str, dict[str, Any]]
+    failed_cases: int
+    skip_roles: list[str]
+    features: str
+    deviations: list[dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -590,7 +614,7 @@ def _fmt(value: Any) -> str:
 # The protocol
 
 
-class GirBench(Protocol[GirCase, GirOptions]):
+class GirBench(Protocol[GirCase, GirOptions, dict[str, Any], GirScores]):
     name = "girbench"
     title = "GIR-Bench: reasoning-centric generation and editing"
     roles = ALL_ROLES
@@ -601,17 +625,16 @@ class GirBench(Protocol[GirCase, GirOptions]):
 
         return bundled("girbench")
 
-    def adapt(self, options: BaseModel, bound_roles: Iterable[str]) -> GirOptions:
+    def adapt(self, options: GirOptions, bound_roles: Iterable[str]) -> GirOptions:
         """The options with every role this run leaves unbound added to ``skip_roles``.
 
         `build` cannot see the bindings, so a run that lacks, say, a detector would fail graph
         validation. Calling this before `load` (with the bound role names) turns that into counted,
         stated skips instead.
         """
-        opts = _options(options)
         bound = set(bound_roles)
         missing = {role for role in ALL_ROLES if role not in bound}
-        return GirOptions(**{**opts.model_dump(), "skip_roles": ",".join(sorted(opts.skipped_roles | missing))})
+        return GirOptions(**{**options.model_dump(), "skip_roles": ",".join(sorted(options.skipped_roles | missing))})
 
     def case_schema(self) -> dict[str, Any]:
         """JSON Schemas of the files a GIR-Bench folder holds, keyed by where each file sits (the
@@ -634,20 +657,19 @@ class GirBench(Protocol[GirCase, GirOptions]):
             "properties": {name: TypeAdapter[Any](kind).json_schema() for name, kind in files.items()},
         }
 
-    def load(self, path: Path, options: BaseModel) -> CaseSet[GirCase]:
-        return load_tasks(Path(path), _options(options))
+    def load(self, path: Path, options: GirOptions) -> CaseSet[GirCase]:
+        return load_tasks(Path(path), options)
 
     def case_id(self, case: GirCase) -> str:
         return case.id
 
     # ------------------------------------------------------------------------------ graphs
     def build(self, case: GirCase, options: GirOptions) -> Graph[GirHandles]:
-        opts = _options(options)
         g: Graph[GirHandles] = Graph(case.id)
         data = case.data
         h = GirHandles()
         if isinstance(data, UniCase):
-            h = self._build_uni(g, case, opts)
+            h = self._build_uni(g, case, options)
         elif isinstance(data, NumericalCase):
             image = g.generate("image", [data.prompt])
             found = g.tool("detect", DETECT, image, labels=list(data.task.objects))
@@ -666,8 +688,8 @@ class GirBench(Protocol[GirCase, GirOptions]):
             h = GirHandles(image, _score(g, "score", scoring.score_text, {"text": data.text}, lines=lines), (image, lines))
         elif isinstance(data, PuzzleCase):
             image = g.edit("image", ImageFile(data.question_image), PUZZLE_INSTRUCTION)
-            if opts.features == "official":
-                weights = {"fid_weights": opts.fid_weights or None}
+            if options.features == "official":
+                weights = {"fid_weights": options.fid_weights or None}
                 solution = {"solution": data.solution_image}
                 h = GirHandles(image, features=_score(g, "features", scoring.puzzle_features, weights, files=solution, output=image))
             else:
@@ -682,21 +704,21 @@ class GirBench(Protocol[GirCase, GirOptions]):
             h = GirHandles(image, _score(g, "score", scoring.score_perception, {}, version="2", files=files, edited=image), (image,))
         return g.with_handles(h)
 
-    def _build_uni(self, g: Graph[GirHandles], case: GirCase, opts: GirOptions) -> GirHandles:
+    def _build_uni(self, g: Graph[GirHandles], case: GirCase, options: GirOptions) -> GirHandles:
         data: UniCase = case.data
         h = GirHandles()
-        if _metric_unavailable(case, "uni_generation", opts) is None:
+        if _metric_unavailable(case, "uni_generation", options) is None:
             image = g.generate("image", [case.prompt or ""])
-            if opts.features == "official":
+            if options.features == "official":
                 files = {f"ref_{i:03d}": p for i, p in enumerate(data.references)}
-                score = _score(g, "similarity", scoring.score_dinov3_similarity, {"model": opts.uni_model}, files=files, generated=image)
+                score = _score(g, "similarity", scoring.score_dinov3_similarity, {"model": options.uni_model}, files=files, generated=image)
                 h = GirHandles(image, score, (image,))
             else:
                 generated = g.tool("embed/image", EMBED, image)
                 refs = {f"ref_{i:03d}": g.tool(f"embed/ref/{i}", EMBED, ImageFile(p)) for i, p in enumerate(data.references)}
                 score = _score(g, "similarity", scoring.score_similarity, {}, inputs={"generated": generated, **refs})
                 h = GirHandles(image, score, (image, generated, *refs.values()))
-        if _metric_unavailable(case, "uni_understanding", opts) is None:
+        if _metric_unavailable(case, "uni_understanding", options) is None:
             assert case.vqa is not None
             h = replace(h, vqa=g.answer("vqa", [ImageFile(case.vqa.image), case.vqa.question], list(case.vqa.options)))
         return h
@@ -723,15 +745,14 @@ class GirBench(Protocol[GirCase, GirOptions]):
 
     # ------------------------------------------------------------------------------ records
     def record(self, case: GirCase, outcomes: Mapping[str, Outcome], options: GirOptions) -> dict[str, Any]:
-        opts = _options(options)
         h: GirHandles = self.handles(case, outcomes, options)
         data = case.data
         rec: dict[str, Any] = {"case_id": case.id, "task": case.task, "source_id": str(data.id)}
         metrics: dict[str, Any] = {}
         if isinstance(data, UniCase):
             rec.update(category=data.category, entity=data.display_name, prompt=case.prompt)
-            metrics["uni_understanding"] = self._vqa_entry(case, outcomes, h.vqa, opts)
-            reason = _metric_unavailable(case, "uni_generation", opts)
+            metrics["uni_understanding"] = self._vqa_entry(case, outcomes, h.vqa, options)
+            reason = _metric_unavailable(case, "uni_generation", options)
             if reason is None:
                 metrics["uni_generation"] = _entry(outcomes, h.score, h.related)
             else:
@@ -761,8 +782,8 @@ class GirBench(Protocol[GirCase, GirOptions]):
         return data.prompt
 
     @staticmethod
-    def _vqa_entry(case: GirCase, outcomes: Mapping[str, Outcome], vqa: Ref | None, opts: GirOptions) -> dict[str, Any]:
-        reason = _metric_unavailable(case, "uni_understanding", opts)
+    def _vqa_entry(case: GirCase, outcomes: Mapping[str, Outcome], vqa: Ref | None, options: GirOptions) -> dict[str, Any]:
+        reason = _metric_unavailable(case, "uni_understanding", options)
         if reason is not None:
             return {"status": "skipped", "reason": reason}
         assert case.vqa is not None and vqa is not None
@@ -802,31 +823,30 @@ class GirBench(Protocol[GirCase, GirOptions]):
         return {"status": "failed", "failure": failure["kind"], "node": failure["node"], "message": failure["message"]}
 
     # ------------------------------------------------------------------------------ summary
-    def summarize(self, records: list[dict[str, Any]], options: BaseModel) -> dict[str, Any]:
-        opts = _options(options)
+    def summarize(self, records: list[dict[str, Any]], options: GirOptions) -> GirScores:
         by_metric: dict[str, list[dict[str, Any]]] = {key: [] for key, _, _ in METRICS}
         for record in records:
             for key, entry in record.get("metrics", {}).items():
                 by_metric.setdefault(key, []).append(entry)
-        metrics = {key: _metric_summary(key, by_metric[key], opts) for key, _, _ in METRICS}
+        metrics = {key: _metric_summary(key, by_metric[key], options) for key, _, _ in METRICS}
         scored = [key for key, _, _ in METRICS if metrics[key]["score"] is not None]
         und, gen = metrics["uni_understanding"], metrics["uni_generation"]
-        return {
-            "uni": {
-                "understanding": {**und["categories"], "overall": und["score"]},
-                "generation": {**gen["categories"], "overall": gen["score"]},
-            },
-            "t2i": {**{k: metrics[k]["score"] for k in T2I_METRICS}, "overall": _group_overall(metrics, T2I_METRICS)},
-            "edit": {**{k: metrics[k]["score"] for k in EDIT_METRICS}, "overall": _group_overall(metrics, EDIT_METRICS)},
-            "overall": _mean([metrics[k]["score"] for k in scored]),
-            "overall_of": scored,
-            "puzzle_fid": metrics["puzzle"].get("fid"),
-            "metrics": metrics,
-            "failed_cases": sum(m["failed"] for m in metrics.values()),
-            "skip_roles": sorted(opts.skipped_roles),
-            "features": opts.features,
-            "deviations": deviations(metrics, opts.features),
-        }
+        return GirScores(
+            uni=UniScores(
+                understanding={**und["categories"], "overall": und["score"]},
+                generation={**gen["categories"], "overall": gen["score"]},
+            ),
+            t2i={**{k: metrics[k]["score"] for k in T2I_METRICS}, "overall": _group_overall(metrics, T2I_METRICS)},
+            edit={**{k: metrics[k]["score"] for k in EDIT_METRICS}, "overall": _group_overall(metrics, EDIT_METRICS)},
+            overall=_mean([metrics[k]["score"] for k in scored]),
+            overall_of=scored,
+            puzzle_fid=metrics["puzzle"].get("fid"),
+            metrics=metrics,
+            failed_cases=sum(m["failed"] for m in metrics.values()),
+            skip_roles=sorted(options.skipped_roles),
+            features=options.features,
+            deviations=deviations(metrics, options.features),
+        )
 
     def tables(self, summary: dict[str, Any]) -> list[tuple[str, list[str], list[list[Any]]]]:
         s = summary["scores"]

@@ -74,7 +74,7 @@ class UmniRecord(TypedDict):
     nodes: dict[str, dict[str, Any]]
 
 
-class UmniBench(Protocol[UmniCase, UmniOptions, UmniRecord]):
+class UmniBench(Protocol[UmniCase, UmniOptions, UmniRecord, scoring.UmniScores]):
     name = "umnibench"
     title = "UmniBench self-evaluation"
     roles = (GENERATE, EDIT, UNDERSTAND)
@@ -85,7 +85,7 @@ class UmniBench(Protocol[UmniCase, UmniOptions, UmniRecord]):
 
         return bundled("umnibench") / "cases.jsonl"
 
-    def load(self, path: Path, options: BaseModel) -> CaseSet[UmniCase]:
+    def load(self, path: Path, options: UmniOptions) -> CaseSet[UmniCase]:
         file = path / "cases.jsonl" if path.is_dir() else path
         return CaseSet(path=file, cases=read_jsonl(file, UmniCase))
 
@@ -138,10 +138,10 @@ class UmniBench(Protocol[UmniCase, UmniOptions, UmniRecord]):
             "nodes": node_status(outcomes),
         }
 
-    def summarize(self, records: list[UmniRecord], options: UmniOptions) -> dict[str, Any]:
-        return scoring.score(records, getattr(options, "ability", "full"))
+    def summarize(self, records: list[UmniRecord], options: UmniOptions) -> scoring.UmniScores:
+        return scoring.score(records, options.ability)
 
-    def judgements(self, record: dict[str, Any]) -> dict[str, float | None]:
+    def judgements(self, record: UmniRecord) -> dict[str, float | None]:
         """The per-case accuracy (0–100) over answered questions: what the paper correlates with people."""
         answered = [q["correct"] for q in record["questions"].values() if q["correct"] is not None]
         return {"accuracy": 100.0 * sum(answered) / len(answered) if answered else None}
@@ -158,7 +158,7 @@ class UmniBench(Protocol[UmniCase, UmniOptions, UmniRecord]):
             ("Accuracy by domain", ["Domain", "Accuracy"], domain_rows),
         ]
 
-    def views(self, record: dict[str, Any]) -> list[View]:
+    def views(self, record: UmniRecord) -> list[View]:
         views = []
         for stage in STAGES:
             info = record["stages"][stage]

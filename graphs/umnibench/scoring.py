@@ -15,6 +15,8 @@ from collections.abc import Mapping, Sequence
 from statistics import mean
 from typing import Any
 
+from umni.protocols.scores import Number, Scores
+
 from .cases import STAGE_QUESTIONS, STAGES
 
 #: Which stages count toward the overall score in each ability mode.
@@ -26,11 +28,23 @@ SCORED_STAGES = {
 }
 
 
+class UmniScores(Scores):
+    """summary.json ``scores``: accuracies (0–100, None where nothing was answered) by stage,
+    question and domain, and per question how many answers were given and how many failed."""
+
+    overall: Number | None
+    stages: dict[str, Number | None]
+    questions: dict[str, Number | None]
+    domains: dict[str, Number | None]
+    answered: dict[str, int]
+    failed: dict[str, int]
+
+
 def _pct(correct: int, answered: int) -> float | None:
     return round(100.0 * correct / answered, 4) if answered else None
 
 
-def score(records: Sequence[Mapping[str, Any]], ability: str = "full") -> dict[str, Any]:
+def score(records: Sequence[Mapping[str, Any]], ability: str = "full") -> UmniScores:
     stages_counted = SCORED_STAGES[ability]
     tally: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])  # correct, answered, failed
     domains: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
@@ -50,11 +64,11 @@ def score(records: Sequence[Mapping[str, Any]], ability: str = "full") -> dict[s
         values = [v for q in STAGE_QUESTIONS[stage] if (v := questions[q]) is not None]
         stages[stage] = round(mean(values), 4) if values and stage in stages_counted else None
     included = [v for s in stages_counted for q in STAGE_QUESTIONS[s] if (v := questions[q]) is not None]
-    return {
-        "overall": round(mean(included), 4) if included else None,
-        "stages": stages,
-        "questions": questions,
-        "domains": {d: _pct(c, a) for d, (c, a, _f) in sorted(domains.items())},
-        "answered": {qid: tally[qid][1] for qid in questions},
-        "failed": {qid: tally[qid][2] for qid in questions},
-    }
+    return UmniScores(
+        overall=round(mean(included), 4) if included else None,
+        stages=stages,
+        questions=questions,
+        domains={d: _pct(c, a) for d, (c, a, _f) in sorted(domains.items())},
+        answered={qid: tally[qid][1] for qid in questions},
+        failed={qid: tally[qid][2] for qid in questions},
+    )

@@ -57,6 +57,7 @@ from .cases import (
     set_folder,
 )
 from .deviations import deviations
+from .scores import OfficialEquivalent, WiseScores
 
 IMAGE_NODE = "image"
 JUDGE_NODE = "judge"
@@ -163,7 +164,7 @@ def parse_verified_score(text: str) -> dict[str, int]:
 # --------------------------------------------------------------------------------------------------
 
 
-class Wise(Protocol[WiseCase]):
+class Wise(Protocol[WiseCase, WiseOptions, dict[str, Any], WiseScores]):
     name = "wise"
     title = "WISE world-knowledge text-to-image"
     roles = (GENERATE, JUDGE)
@@ -184,12 +185,11 @@ class Wise(Protocol[WiseCase]):
         return bundled("wise")
 
     # ------------------------------------------------------------------ loading
-    def load(self, path: Path, options: BaseModel) -> CaseSet[WiseCase]:
+    def load(self, path: Path, options: WiseOptions) -> CaseSet[WiseCase]:
         """Read a single WISE JSON file, a set folder (official file names), a folder holding
         ``legacy/`` and ``verified/`` set folders, or the published repository as cloned
         (``data_verified/``, ``WISE_legacy/data/``). Files of the other set are refused, named or
         recognised by their labels: their id ranges differ, so they are never scored with these."""
-        assert isinstance(options, WiseOptions)
         if options.judge_prompt is not None:
             if not options.judge_prompt.is_file():
                 raise InputError("the judge template file (judge_prompt) does not exist", path=options.judge_prompt)
@@ -247,8 +247,7 @@ class Wise(Protocol[WiseCase]):
         return case.id
 
     # ------------------------------------------------------------------ graph
-    def build(self, case: WiseCase, options: BaseModel) -> Graph[WiseHandles]:
-        assert isinstance(options, WiseOptions)
+    def build(self, case: WiseCase, options: WiseOptions) -> Graph[WiseHandles]:
         g: Graph[WiseHandles] = Graph(case.id)
         image = g.generate(IMAGE_NODE, [case.prompt.Prompt])
         rubric: Callable[[str, str], str]
@@ -275,8 +274,7 @@ class Wise(Protocol[WiseCase]):
         return g.with_handles(WiseHandles(image=image, judge=judge))
 
     # ------------------------------------------------------------------ records
-    def record(self, case: WiseCase, outcomes: Mapping[str, Outcome], options: BaseModel) -> dict[str, Any]:
-        assert isinstance(options, WiseOptions)
+    def record(self, case: WiseCase, outcomes: Mapping[str, Outcome], options: WiseOptions) -> dict[str, Any]:
         handles: WiseHandles = self.handles(case, outcomes, options)
         image = outcomes.get(handles.image.node)
         judge = outcomes.get(handles.judge.node)
@@ -316,14 +314,13 @@ class Wise(Protocol[WiseCase]):
 
     # ------------------------------------------------------------------ summary
     def summarize(
-        self, records: list[dict[str, Any]], options: BaseModel, *, judge: str | None = None
-    ) -> dict[str, Any]:
+        self, records: list[dict[str, Any]], options: WiseOptions, *, judge: str | None = None
+    ) -> WiseScores:
         """The paper's main table (six categories and Overall, 0-1), failures and missing ids beside.
 
         `judge` is the judge role's spec; it is echoed as ``scores.judge`` so tables that compare
         runs show which judge (and version) produced each number.
         """
-        assert isinstance(options, WiseOptions)
         variant = options.prompt_set
         if options.scoring == "legacy":
             judged = [_legacy_judgement(r) for r in records]
@@ -333,50 +330,62 @@ class Wise(Protocol[WiseCase]):
         expected = len(expected_ids(variant))
         missing = summary.missing_ids
         cats = summary.categories
-        scores: dict[str, Any] = {
-            "set": variant,
-            "scoring": options.scoring,
-            "rewrite": options.rewrite,
-            "judge": judge,
-            "metric": summary.metric,
-            "scale": _SCALE[summary.metric],
-            "overall": _round(summary.overall),
-            **{name: _round(cats[name].mean) for name in CATEGORIES},
-            "scored": sum(c.scored for c in cats.values()),
-            "failed": sum(c.failed for c in cats.values()),
-            "missing": len(missing),
-            "expected": expected,
-            "scored_by_category": {name: cats[name].scored for name in CATEGORIES},
-            "failed_by_category": {name: cats[name].failed for name in CATEGORIES},
-            "failures": dict(sorted(summary.failures.items())),
-            # Flat "category/kind" keys so a leaderboard can lay them out as columns.
-            "failures_by_category": {
-                f"{name}/{kind}": count for name in CATEGORIES for kind, count in sorted(cats[name].failures.items())
-            },
-            "weights": summary.weights,
-            "missing_ids": missing,
-            "coverage": _coverage_statement(len(records), expected, missing, variant, summary.overall),
-        }
+        overall_score = _round(summary.overall)
         official = S.summarize_official(
             [(r["prompt_id"], r.get("official")) for r in records], variant=variant, metric=summary.metric
         )
-        scores["official_equivalent"] = {
-            "overall": _round(official.overall),
-            **{name: _round(official.means[name]) for name in CATEGORIES},
-            "scored": official.scored,
+        means = {name: _round(official.means[name]) for name in CATEGORIES}
+        official_scores = OfficialEquivalent(
+            overall=_round(official.overall),
+            culture=means["culture"],
+            time=means["time"],
+            space=means["space"],
+            biology=means["biology"],
+            physics=means["physics"],
+            chemistry=means["chemistry"],
+            scored=official.scored,
             # the official Calculate script prints an Overall only when all 1000 prompt ids have a score
-            "official_script_gives_overall": official.scored == expected,
-            "note": "every kept judge reply re-read by the official rules and averaged by the official "
+            official_script_gives_overall=official.scored == expected,
+            note="every kept judge reply re-read by the official rules and averaged by the official "
             "arithmetic; prompts the official script would drop (no image, unreadable reply) are left out",
-        }
-        scores["deviations"] = deviations(
-            records, scores["overall"], scores["official_equivalent"]["overall"], judge_prompt=options.judge_prompt
         )
-        if options.scoring == "legacy":
-            # One flat table per mark (categories as columns), as in the paper's appendix.
-            for mark in MARKS:
-                scores[mark] = {name: _round(cats[name].components.get(mark)) for name in CATEGORIES}
-        return scores
+        # legacy: one flat table per mark (categories as columns), as in the paper's appendix
+        legacy = options.scoring == "legacy"
+        marks = {mark: {name: _round(cats[name].components.get(mark)) for name in CATEGORIES} for mark in MARKS}
+        means = {name: _round(cats[name].mean) for name in CATEGORIES}
+        return WiseScores(
+            set=variant,
+            scoring=options.scoring,
+            rewrite=options.rewrite,
+            judge=judge,
+            metric=summary.metric,
+            scale=_SCALE[summary.metric],
+            overall=overall_score,
+            culture=means["culture"],
+            time=means["time"],
+            space=means["space"],
+            biology=means["biology"],
+            physics=means["physics"],
+            chemistry=means["chemistry"],
+            scored=sum(c.scored for c in cats.values()),
+            failed=sum(c.failed for c in cats.values()),
+            missing=len(missing),
+            expected=expected,
+            scored_by_category={name: cats[name].scored for name in CATEGORIES},
+            failed_by_category={name: cats[name].failed for name in CATEGORIES},
+            failures=dict(sorted(summary.failures.items())),
+            failures_by_category={
+                f"{name}/{kind}": count for name in CATEGORIES for kind, count in sorted(cats[name].failures.items())
+            },
+            weights=summary.weights,
+            missing_ids=missing,
+            coverage=_coverage_statement(len(records), expected, missing, variant, summary.overall),
+            official_equivalent=official_scores,
+            deviations=deviations(records, overall_score, official_scores.overall, judge_prompt=options.judge_prompt),
+            consistency=marks["consistency"] if legacy else None,
+            realism=marks["realism"] if legacy else None,
+            aesthetic_quality=marks["aesthetic_quality"] if legacy else None,
+        )
 
     def tables(self, summary: dict[str, Any]) -> list[tuple[str, list[str], list[list[Any]]]]:
         s = summary["scores"]

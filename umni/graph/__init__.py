@@ -1,6 +1,6 @@
 """Evaluation graphs as data: nodes, the Refs that wire them, the registry of node kinds a graph may
-hold, and the outcomes a run records per node. A graph is built, validated and hashed here; running
-it is the engine's job.
+hold, the node parameters the engine reads (typed per kind), and the outcomes a run records per
+node. A graph is built, validated and hashed here; running it is the engine's job.
 """
 
 from __future__ import annotations
@@ -18,9 +18,16 @@ from umni.graph.outcomes import (
     ok_output,
     record_status,
 )
+from umni.graph.params import AnswerParams, ComputeParams, DetectParams, JudgeParams, NodeParams, TextParams
 from umni.graph.registry import NodeShape, Slot, find_kind, known_kinds, register
 
 __all__ = [
+    "AnswerParams",
+    "ComputeParams",
+    "DetectParams",
+    "JudgeParams",
+    "NodeParams",
+    "TextParams",
     "CaseResult",
     "DEFAULT_ROLE",
     "Failure",

@@ -1,6 +1,7 @@
 """The contract a benchmark protocol implements (`Protocol`: cases, one graph per case, records,
-summary, tables, views) and the case-file reading every protocol shares, with error messages that
-name the file, line and field. The protocols themselves live in `umni_graphs` above umni.
+typed scores (`Scores`), tables, views) and the case-file reading every protocol shares, with
+error messages that name the file, line and field. The protocols themselves live in `umni_graphs`
+above umni.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from umni.protocols.protocol import (
     known_protocols,
     node_status,
 )
+from umni.protocols.scores import Number, Scores, scores_json
 
 __all__ = [
     "case_image_problems",
@@ -39,6 +41,7 @@ __all__ = [
     "jsonl_lines",
     "known_protocols",
     "node_status",
+    "Number",
     "NoOptions",
     "Note",
     "Protocol",
@@ -47,6 +50,8 @@ __all__ = [
     "read_json_records",
     "read_jsonl",
     "read_results_jsonl",
+    "Scores",
+    "scores_json",
     "Skipped",
     "validate_records",
     "validation_errors",

@@ -4,12 +4,16 @@ A protocol is found by name through the ``umni.protocols`` entry-point group. It
 a case file, builds one graph per case, turns each finished case into a record (one line of
 ``results.jsonl``), and aggregates records into the paper's table layout (``summary.json`` scores).
 
-Typed: ``Protocol[CaseT, OptionsT, RecordT]`` names the case model, the options model and the record
-type (a TypedDict: what results.jsonl holds, checked by mypy, plain JSON at run time). `build`
-keeps the Refs it made as typed handles on the graph (`Graph.with_handles`); the runner passes them
-back with the outcomes (`CaseResult.handles`), so `record` reads ``outcomes[handles.answer]`` and
-never agrees with `build` on node id strings. Protocols written against ``Protocol[CaseT]`` with
-string ids keep working: the two later parameters default to `BaseModel` and a plain dict.
+Typed: ``Protocol[CaseT, OptionsT, RecordT, ScoresT]`` names the case model, the options model, the
+record type (a TypedDict: what results.jsonl holds, checked by mypy, plain JSON at run time) and the
+scores model (a `Scores` subclass: what `summarize` returns, summary.json's ``scores``). Every method
+that takes options takes them as `OptionsT`: `parse_options` makes that model from ``--option``
+pairs, and `adapt`, `load`, `build`, `record` and `summarize` receive it as it is. `build` keeps the
+Refs it made as typed handles on the graph (`Graph.with_handles`); the runner passes them back with
+the outcomes (`CaseResult.handles`), so `record` reads ``outcomes[handles.answer]`` and never agrees
+with `build` on node id strings. Protocols written against ``Protocol[CaseT]`` with string ids and
+dict scores keep working: the later parameters default to `BaseModel`, a plain dict and a plain
+dict (`scores_json` writes a dict as it is).
 """
 
 from __future__ import annotations
@@ -19,18 +23,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any, ClassVar, Generic
+from typing import Any, ClassVar, Generic, cast
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 from typing_extensions import TypeVar
 
 from umni.graph.graph import Graph
 from umni.graph.outcomes import Outcome
+from umni.protocols.scores import Scores
 from umni.util.errors import ConfigError
 
 CaseT = TypeVar("CaseT")
 OptionsT = TypeVar("OptionsT", bound=BaseModel, default=BaseModel)
 RecordT = TypeVar("RecordT", default=dict[str, Any])
+#: What `summarize` returns: a `Scores` model (or, for older plugins, a plain dict).
+ScoresT = TypeVar("ScoresT", bound=Scores | dict[str, Any], default=dict[str, Any])
 
 
 @dataclass
@@ -72,20 +79,22 @@ class NoOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class Protocol(ABC, Generic[CaseT, OptionsT, RecordT]):
+class Protocol(ABC, Generic[CaseT, OptionsT, RecordT, ScoresT]):
     """Base class for protocols. Subclasses fill in the abstract methods."""
 
     name: ClassVar[str]
     title: ClassVar[str]
     #: Roles the graph uses with default options (shown by `umni protocols`).
     roles: ClassVar[tuple[str, ...]]
+    #: The options model, the class `OptionsT` names (a class variable cannot name a type
+    #: variable, so `parse_options` is the one place that states the two are the same).
     Options: ClassVar[type[BaseModel]] = NoOptions
 
     @abstractmethod
     def bundled_cases(self) -> Path: ...
 
     @abstractmethod
-    def load(self, path: Path, options: BaseModel) -> CaseSet[CaseT]:
+    def load(self, path: Path, options: OptionsT) -> CaseSet[CaseT]:
         """Load and validate a case file or folder; raise InputError(s) naming file, record, field."""
 
     @abstractmethod
@@ -102,8 +111,9 @@ class Protocol(ABC, Generic[CaseT, OptionsT, RecordT]):
         From the runner, `outcomes` is a `CaseResult`: indexable by the graph's handles too."""
 
     @abstractmethod
-    def summarize(self, records: list[RecordT], options: OptionsT) -> dict[str, Any]:
-        """Scores laid out like the paper's main table (failures counted apart, never as 0)."""
+    def summarize(self, records: list[RecordT], options: OptionsT) -> ScoresT:
+        """Scores laid out like the paper's main table (failures counted apart, never as 0): the
+        protocol's `Scores` model, written to summary.json by `scores_json`."""
 
     def handles(self, case: CaseT, outcomes: Mapping[str, Outcome], options: OptionsT) -> Any:
         """The typed handles of the case's graph: those the runner passed on with `outcomes`, or,
@@ -112,11 +122,12 @@ class Protocol(ABC, Generic[CaseT, OptionsT, RecordT]):
         return handles if handles is not None else self.build(case, options).handles
 
     def tables(self, summary: dict[str, Any]) -> list[tuple[str, list[str], list[list[Any]]]]:
-        """Paper-style tables for reports: (title, header, rows)."""
+        """Paper-style tables for reports: (title, header, rows), from summary.json as written (its
+        ``scores`` the JSON of `ScoresT`; reports read it back from disk, so it stays a dict here)."""
         return []
 
-    def views(self, record: dict[str, Any]) -> list[View]:
-        """How a case record appears in the HTML report."""
+    def views(self, record: RecordT) -> list[View]:
+        """How a case record appears in the HTML report (the record as results.jsonl holds it)."""
         return []
 
     def case_schema(self) -> dict[str, Any]:
@@ -124,20 +135,21 @@ class Protocol(ABC, Generic[CaseT, OptionsT, RecordT]):
         case_type = type(self).__orig_bases__[0].__args__[0]  # type: ignore[attr-defined]
         return case_type.model_json_schema()
 
-    def adapt(self, options: BaseModel, bound_roles: set[str]) -> BaseModel:
+    def adapt(self, options: OptionsT, bound_roles: set[str]) -> OptionsT:
         """Options adjusted to the roles the run binds (e.g. skip tasks whose tool role is unbound).
 
         Called once before any case is built; the default changes nothing.
         """
         return options
 
-    def judgements(self, record: dict[str, Any]) -> dict[str, float | None]:
+    def judgements(self, record: RecordT) -> dict[str, float | None]:
         """Per-case numbers that judge agreement compares (metric -> value; None when failed)."""
         return {}
 
-    def parse_options(self, pairs: dict[str, str]) -> BaseModel:
+    def parse_options(self, pairs: dict[str, str]) -> OptionsT:
+        """The options model from ``--option key=value`` pairs; ConfigError naming the bad field."""
         try:
-            return self.Options(**pairs)
+            return cast(OptionsT, self.Options(**pairs))
         except ValidationError as exc:
             problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
             fields = ", ".join(self.Options.model_fields) or "none"
@@ -148,7 +160,7 @@ def known_protocols() -> list[str]:
     return sorted(ep.name for ep in entry_points(group="umni.protocols"))
 
 
-def get_protocol(name: str) -> Protocol[Any]:
+def get_protocol(name: str) -> Protocol[Any, Any, Any, Any]:
     found = {ep.name: ep for ep in entry_points(group="umni.protocols")}
     if name not in found:
         raise ConfigError(f"unknown protocol '{name}'; known protocols: {', '.join(sorted(found))}")

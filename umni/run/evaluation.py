@@ -43,7 +43,7 @@ from umni.util.version import __version__
 class Prepared(NamedTuple):
     """A run's checked input: what `prepare` returns and `evaluate` runs (unpacks as a 4-tuple)."""
 
-    protocol: Protocol[Any]
+    protocol: Protocol[Any, Any, Any, Any]
     options: Any
     case_set: CaseSet[Any]
     bindings: Bindings
@@ -71,7 +71,7 @@ def _files_fingerprint(path: Path, referenced: set[Path] = frozenset()) -> str: 
     return fingerprint({"files": own, "referenced": outside})
 
 
-def _referenced_files(protocol: Protocol[Any], cases: list[Any], options: Any) -> set[Path]:
+def _referenced_files(protocol: Protocol[Any, Any, Any, Any], cases: list[Any], options: Any) -> set[Path]:
     """Every file the cases' graphs read (case images); a missing one is left to the node that reads it."""
     found: set[Path] = set()
     for case in cases:

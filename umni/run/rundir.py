@@ -72,7 +72,7 @@ class RunDir:
             held.callback(events.close)
             yield cls(path, store, events, extended)
 
-    def finish(self, protocol: Protocol[Any], summary: dict[str, Any], records: list[dict[str, Any]], blobs: BlobStore) -> None:
+    def finish(self, protocol: Protocol[Any, Any, Any, Any], summary: dict[str, Any], records: list[dict[str, Any]], blobs: BlobStore) -> None:
         """Write results.jsonl, summary.json and the report, then clear the INCOMPLETE marker."""
         with storage_guard(self.path):  # the report's image copies too: a full disk is one StorageError
             lines = "".join(canonical_json(r) + "\n" for r in records)

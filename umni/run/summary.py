@@ -12,6 +12,7 @@ from umni.backends.bindings import Bindings
 from umni.engine.kinds import RunStats
 from umni.graph.outcomes import FAILURE_KINDS
 from umni.protocols.protocol import CaseSet, Protocol
+from umni.protocols.scores import scores_json
 
 
 def _sum_counts(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
@@ -39,7 +40,7 @@ def add_cumulative(summary: dict[str, Any], before: dict[str, Any]) -> None:
 
 
 def build_summary(
-    protocol: Protocol[Any],
+    protocol: Protocol[Any, Any, Any, Any],
     options: Any,
     case_set: CaseSet[Any],
     bindings: Bindings,
@@ -93,9 +94,9 @@ def build_summary(
     }
 
 
-def _scores(protocol: Protocol[Any], records: list[dict[str, Any]], options: Any, bindings: Bindings) -> dict[str, Any]:
-    """The protocol's scores; a judged protocol also names its judge there, pinned for leaderboards."""
-    scores = protocol.summarize(records, options)
+def _scores(protocol: Protocol[Any, Any, Any, Any], records: list[dict[str, Any]], options: Any, bindings: Bindings) -> dict[str, Any]:
+    """The protocol's scores as JSON; a judged protocol also names its judge there, pinned for leaderboards."""
+    scores = scores_json(protocol.summarize(records, options))
     if "judge" in protocol.roles and scores.get("judge") is None:
         scores["judge"] = bindings.specs().get("judge")
     return scores

@@ -7,6 +7,7 @@ from pydantic import BaseModel
 from umni.backends import roles as R
 from umni.engine.kinds import register
 from umni.engine.kinds.base import Kind, KindContext
+from umni.graph.params import AnswerParams
 from umni.util.errors import InvalidAnswer
 
 
@@ -21,9 +22,10 @@ class Answer(Kind):
     name = "answer"
     default_role = R.UNDERSTAND
     Output = AnswerOutput
+    Params = AnswerParams
 
     async def execute(self, ctx: KindContext) -> AnswerOutput:
-        options = list(ctx.node.params["options"])
+        options = AnswerParams.of(ctx.node).options
         parts = ctx.parts()
         backend = ctx.backend
         reply = await ctx.call(lambda: backend.choose(parts, options, seed=ctx.seed()))

@@ -25,6 +25,7 @@ from umni.backends.roles import Usage
 from umni.engine.kinds.inputs import InputReader
 from umni.graph.nodes import ImageFile, Node, OutputType, Ref
 from umni.graph.outcomes import Outcome
+from umni.graph.params import NodeParams
 from umni.graph.registry import Slot
 from umni.store.artifacts import ImageRef, encode_for_store, fingerprint
 from umni.store.cache import Cache
@@ -206,14 +207,18 @@ class Kind:
     cache: ClassVar[CachePolicy] = DEFAULT_CACHE
     #: Whether the kind calls a backend (False: in-process code, run in the compute lane).
     calls_backend: ClassVar[bool] = True
+    #: The node parameters the kind reads (`umni.graph.params`), checked when the graph is validated.
+    Params: ClassVar[type[NodeParams]] = NodeParams
 
     def output_type(self, node: Node) -> OutputType:
         return self.output
 
     def check(self, node: Node, where: str) -> None:
-        """Refuse a node of this kind that cannot run (ConfigError naming `where`)."""
+        """Refuse a node of this kind that cannot run (ConfigError naming `where`): no role, or
+        parameters that do not fit the kind's `Params`."""
         if self.calls_backend and not node.role:
             raise ConfigError(f"{where}: a {self.name} node needs a role")
+        self.Params.of(node, where)
 
     def slots(self, node: Node) -> Iterator[Slot]:
         """Each Ref the node reads, with the output types accepted there (prompt parts: any

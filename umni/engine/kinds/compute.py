@@ -13,6 +13,7 @@ from pydantic import BaseModel
 from umni.engine.kinds import register
 from umni.engine.kinds.base import ANY_TYPE, Kind, KindContext, Slot
 from umni.graph.graph import Node, Ref
+from umni.graph.params import ComputeParams
 from umni.util.errors import ConfigError
 
 
@@ -49,10 +50,12 @@ class Compute(Kind):
     name = "compute"
     calls_backend: ClassVar[bool] = False
     Output = ValueOutput
+    Params = ComputeParams
 
     def check(self, node: Node, where: str) -> None:
         if node.fn is None:
             raise ConfigError(f"{where}: compute node has no function")
+        self.Params.of(node, where)
         for name, value in node.inputs.items():
             if not isinstance(value, Ref):
                 raise ConfigError(
@@ -67,10 +70,11 @@ class Compute(Kind):
         node = ctx.node
         fn = node.fn
         assert fn is not None
+        const = ComputeParams.of(node).const
         ctx.calls += 1
 
         def compute() -> Any:
-            return json_output(fn(**node.params.get("const", {}), **ctx.values()), f"the value returned by compute node '{node.id}'")
+            return json_output(fn(**const, **ctx.values()), f"the value returned by compute node '{node.id}'")
 
         # Off the event loop, so a slow metric (OCR, a segmentation score) never holds up model
         # calls; on one thread, so compute functions still run one at a time, as they always have.

@@ -13,6 +13,7 @@ from umni.backends import roles as R
 from umni.engine.kinds import register
 from umni.engine.kinds.base import Kind, KindContext
 from umni.graph.graph import Node
+from umni.graph.params import JudgeParams
 from umni.store.artifacts import fingerprint
 from umni.util.errors import ConfigError, InvalidAnswer, OutputFailure, ParseFailure
 
@@ -27,6 +28,7 @@ class Judge(Kind):
     name = "judge"
     default_role = R.JUDGE
     Output = JudgeOutput
+    Params = JudgeParams
 
     def check(self, node: Node, where: str) -> None:
         super().check(node, where)
@@ -37,7 +39,7 @@ class Judge(Kind):
         node = ctx.node
         assert node.parse is not None
         parts = ctx.parts()
-        max_tokens = int(node.params.get("max_tokens", 1024))
+        max_tokens = JudgeParams.of(node).max_tokens_or(1024)
         backend = ctx.backend
         last: OutputFailure | None = None
         for parse_try in range(1 + ctx.retry.parse_retries):

@@ -10,6 +10,7 @@ from umni.backends import roles as R
 from umni.engine.kinds import register
 from umni.engine.kinds.base import Kind, KindContext
 from umni.graph.graph import OutputType
+from umni.graph.params import TextParams
 
 
 class TextOutput(BaseModel):
@@ -21,10 +22,11 @@ class Respond(Kind):
     default_role = R.UNDERSTAND
     output: ClassVar[OutputType] = "text"
     Output = TextOutput
+    Params = TextParams
 
     async def execute(self, ctx: KindContext) -> TextOutput:
         parts = ctx.parts()
-        max_tokens = int(ctx.node.params.get("max_tokens", 512))
+        max_tokens = TextParams.of(ctx.node).max_tokens_or(512)
         backend = ctx.backend
         reply = await ctx.call(lambda: R.respond_with(backend, parts, ctx.node.params, max_tokens=max_tokens, seed=ctx.seed()))
         return TextOutput(text=reply.text)

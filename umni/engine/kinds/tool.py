@@ -20,10 +20,12 @@ class Tool(Kind):
     Output = ValueOutput
 
     def check(self, node: Node, where: str) -> None:
-        if node.role is None or find_tool(node.role) is None:
+        tool = find_tool(node.role) if node.role is not None else None
+        if tool is None:
             raise ConfigError(f"{where}: tool role must be one of {', '.join(known_tools())}")
         if len(node.images) != 1:
             raise ConfigError(f"{where}: a tool node reads exactly one image")
+        tool.Params.of(node, where)
 
     async def execute(self, ctx: KindContext) -> ValueOutput:
         assert ctx.node.role is not None

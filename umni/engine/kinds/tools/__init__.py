@@ -11,6 +11,7 @@ from PIL import Image
 
 from umni.backends.roles import register_tool_role
 from umni.engine.kinds.base import KindContext
+from umni.graph.params import NodeParams
 
 __all__ = ["ToolRole", "find_tool", "known_tools", "register_tool"]
 
@@ -22,6 +23,8 @@ class ToolRole:
     name: ClassVar[str]
     #: The methods a backend bound to this role must have (a runtime-checkable Protocol class).
     interface: ClassVar[type]
+    #: The node parameters the role reads (checked when the graph is validated).
+    Params: ClassVar[type[NodeParams]] = NodeParams
 
     async def run(self, ctx: KindContext, image: Image.Image) -> Any:
         raise NotImplementedError
