@@ -10,6 +10,9 @@ names the dominant colours, which is all a shape-drawing backend can honestly cl
 from __future__ import annotations
 
 import hashlib
+import json
+import threading
+from collections import OrderedDict
 from functools import lru_cache
 
 import numpy as np
@@ -117,8 +120,51 @@ def _luminance(rgb: tuple[int, int, int]) -> float:
     return 0.299 * rgb[0] + 0.587 * rgb[1] + 0.114 * rgb[2]
 
 
+#: How many drawings `render` keeps (256x256 RGB, about 200 KB each; the bundled cases of every protocol draw fewer distinct pictures).
+DRAWINGS_KEPT = 128
+
+
+def drawing_key(scene: Scene, *, seed: int) -> str:
+    """Everything `_draw` reads, and nothing else: two scenes with one key give the same pixels.
+
+    Facts and the step are left out (they ride along in the image's scene record but are not drawn),
+    so scenes that differ only in what was said draw once. Dicts keep their order here, because
+    drawing follows it; two orders of one content are two keys, a miss and never a wrong picture."""
+    things = [[t.name, t.words, t.attrs, t.parts] for t in scene.things[:MAX_THINGS]]
+    drawn = [scene.background, things, scene.relations, scene.texts[:3], seed]
+    return json.dumps(drawn, separators=(",", ":"), ensure_ascii=False)
+
+
 def render(scene: Scene, *, seed: int) -> Image.Image:
-    """Draw ``scene``; the returned image carries the scene JSON in ``info[SCENE_KEY]``."""
+    """Draw ``scene``; the returned image carries the scene JSON in ``info[SCENE_KEY]``.
+
+    The pixels come from a small cache keyed by `drawing_key`, since drawing text is the costliest
+    part of the reference backend and many calls draw the same picture; every caller gets its own copy."""
+    image = _drawn(drawing_key(scene, seed=seed), scene, seed).copy()
+    image.info = {SCENE_KEY: scene.to_json()}
+    return image
+
+
+_DRAWINGS: OrderedDict[str, Image.Image] = OrderedDict()
+_DRAWINGS_LOCK = threading.Lock()
+
+
+def _drawn(key: str, scene: Scene, seed: int) -> Image.Image:
+    with _DRAWINGS_LOCK:
+        found = _DRAWINGS.get(key)
+        if found is not None:
+            _DRAWINGS.move_to_end(key)
+            return found
+    image = _draw(scene, seed=seed)
+    with _DRAWINGS_LOCK:
+        _DRAWINGS[key] = image
+        if len(_DRAWINGS) > DRAWINGS_KEPT:
+            _DRAWINGS.popitem(last=False)
+    return image
+
+
+def _draw(scene: Scene, *, seed: int) -> Image.Image:
+    """The pixels of ``scene`` (no scene record: `render` attaches it)."""
     background = COLOURS.get(scene.background or "", _DEFAULT_BACKGROUND)
     image = Image.new("RGB", (CANVAS, CANVAS), background)
     draw = ImageDraw.Draw(image)
@@ -148,7 +194,6 @@ def render(scene: Scene, *, seed: int) -> Image.Image:
         left, upper, right, lower = draw.textbbox((CANVAS / 2, top), text, font=font, anchor="mt")
         draw.rectangle((left - 4, upper - 3, right + 4, lower + 3), fill=(255, 255, 255))
         draw.text((CANVAS / 2, top), text, fill=(0, 0, 0), font=font, anchor="mt")
-    image.info[SCENE_KEY] = scene.to_json()
     return image
 
 

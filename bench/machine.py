@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import platform
 import sys
+import time
 from functools import lru_cache
 from importlib.util import find_spec
 from pathlib import Path
@@ -52,3 +53,36 @@ def machine() -> dict[str, Any]:
         except Exception as exc:  # a broken torch install is a fact about the machine, not a crash
             info["torch"] = f"unusable ({type(exc).__name__})"
     return info
+
+
+#: Iterations of the calibration loop: about a tenth of a second on an idle current core.
+CALIBRATION_ITERATIONS = 2_000_000
+
+
+def _calibration_loop(n: int) -> int:
+    total = 0
+    for i in range(n):
+        total += i * i % 7
+    return total
+
+
+def calibrate(repeats: int = 3) -> float:
+    """Seconds a fixed pure-Python loop takes here (best of `repeats`): printed beside the results, so
+    figures from another day or machine can be scaled, and a loaded machine shows as a slow one."""
+    best = float("inf")
+    for _ in range(repeats):
+        began = time.perf_counter()
+        _calibration_loop(CALIBRATION_ITERATIONS)
+        best = min(best, time.perf_counter() - began)
+    return best
+
+
+def calibration_line(calibration: dict[str, float]) -> str:
+    parts = [f"{label.replace('_seconds', '')}: {seconds * 1000:.0f} ms" for label, seconds in calibration.items()]
+    return f"calibration (pure-Python loop of {CALIBRATION_ITERATIONS:,} iterations, best of 3): " + ", ".join(parts)
+
+
+def cpu_seconds() -> float:
+    """CPU seconds of this process (every thread) and of the child processes it has waited for."""
+    times = os.times()
+    return times.user + times.system + times.children_user + times.children_system

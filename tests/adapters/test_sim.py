@@ -499,3 +499,37 @@ def test_umnibench_flow_reads_images_above_chance():
     assert reading >= chance + 0.45
     assert abs(guessing - chance) <= 0.1
     assert wrong_images <= chance + 0.15  # the answers come from the image, not from the question
+
+
+def _png(image: Image.Image) -> bytes:
+    from umni.store.artifacts import encode_png
+
+    return encode_png(image)
+
+
+def test_a_kept_drawing_gives_the_bytes_a_fresh_drawing_gives(monkeypatch):
+    """Issue 27: drawings are kept by scene, without changing a byte of any image sim returns."""
+    from umni_adapters import sim_render
+
+    first = run(sim().generate, [LION]).image
+    monkeypatch.setattr(sim_render, "_DRAWINGS", sim_render.OrderedDict())  # nothing kept: drawn afresh
+    fresh = run(sim().generate, [LION]).image
+    again = run(sim().generate, [LION]).image  # from the drawing kept by the call before
+    assert _png(first) == _png(fresh) == _png(again)
+    again.paste((0, 0, 0), (0, 0, 256, 256))  # a caller changing its copy leaves the kept drawing alone
+    assert _png(run(sim().generate, [LION]).image) == _png(fresh)
+
+
+def test_scenes_that_draw_alike_share_a_drawing_but_keep_their_own_record():
+    """Two prompts that differ only in a sentence sim does not draw share pixels; each image still
+    carries its own scene, so what sim later reads from it differs."""
+    from umni_adapters.sim_render import drawing_key
+
+    a = run(sim().generate, [LION]).image
+    b = run(sim().generate, [LION + " (Copy 2.)"]).image
+    scene_a, _ = read_image(a)
+    scene_b, _ = read_image(b)
+    assert a.tobytes() == b.tobytes()
+    assert a.info[SCENE_KEY] != b.info[SCENE_KEY]
+    assert drawing_key(scene_a, seed=0) == drawing_key(scene_b, seed=0)
+    assert drawing_key(scene_a, seed=0) != drawing_key(scene_a, seed=1)

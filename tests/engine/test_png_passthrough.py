@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import anyio
 from PIL import Image
 
-import umni.engine.kinds.base as kinds_base
+import umni.store.artifacts as artifacts
 from umni.backends.bindings import Bindings
 from umni.backends.contract import Backend
 from umni.backends.roles import GENERATE, ImageReply, Part
@@ -52,7 +52,7 @@ def test_png_bytes_are_stored_as_they_are(tmp_path, monkeypatch):
     def no_encoding(image):
         raise AssertionError("the driver re-encoded an image that came with its PNG bytes")
 
-    monkeypatch.setattr(kinds_base, "encode_for_store", no_encoding)
+    monkeypatch.setattr(artifacts, "encode_for_store", no_encoding)  # the blob store encodes, in a worker thread
     remote = run(tmp_path / "b", Painter(as_bytes=True))
     assert remote.ok and remote.image.sha256 == in_process.image.sha256
     assert (remote.image.width, remote.image.height) == (24, 16)

@@ -156,7 +156,6 @@ class Graph(Generic[H]):
         """Run the node behind `ref` only if `condition(**input values)` holds."""
         node = self.nodes[ref.node]
         node.when = condition
-        node._code_identity = None
         node.gate.update(inputs)
 
     # ----------------------------------------------------------------- validation

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from umni.backends import roles as R
+from umni.util.codeid import code_fingerprint
 from umni.util.policy import CachePolicy, RetryPolicy
 
 NodeKind = Literal["generate", "edit", "answer", "respond", "judge", "tool", "compute"]
@@ -89,7 +90,6 @@ class Node:
     #: (None: its kind's default); data about how, not what, so neither enters the key.
     retry: RetryPolicy | None = None
     cache: CachePolicy | None = None
-    _code_identity: dict[str, str] | None = field(default=None, init=False, repr=False, compare=False)
 
     def refs(self) -> list[Ref]:
         found = [p for p in self.prompt if isinstance(p, Ref)]
@@ -104,23 +104,23 @@ class Node:
     def code_identity(self, case_id: str = "?") -> dict[str, str]:
         """Fingerprints of the code that computes this node's output (`fn`, `parse`), for its key.
 
-        Memoised on the node; raises ConfigError naming the node when a callable cannot be
-        fingerprinted. `when` is checked the same way but is not part of the identity (a gate)."""
-        if self._code_identity is None and self.fn is None and self.parse is None and self.when is None:
-            self._code_identity = {}  # a model node: no code of ours decides its output
-        if self._code_identity is None:
-            from umni.util.codeid import code_fingerprint
-
-            where = f"case '{case_id}', node '{self.id}'"
-            identity = {}
-            if self.fn is not None:
-                identity["fn"] = code_fingerprint(self.fn, what=f"{where}: compute function")
-            if self.parse is not None:
-                identity["parse"] = code_fingerprint(self.parse, what=f"{where}: judge parse function")
-            if self.when is not None:
-                code_fingerprint(self.when, what=f"{where}: `when` condition")
-            self._code_identity = identity
-        return self._code_identity
+        Taken afresh at every call, because the code's globals, closure cells and defaults may have
+        changed since the last one (a re-run of the same graph after a global changed must not reuse
+        the old key); `code_fingerprint` keeps that cheap by memoising what cannot change (parsed
+        source per code object) and the digest per description. Raises ConfigError naming the node
+        when a callable cannot be fingerprinted. `when` is checked the same way but is not part of
+        the identity (a gate)."""
+        if self.fn is None and self.parse is None and self.when is None:
+            return {}  # a model node: no code of ours decides its output
+        where = f"case '{case_id}', node '{self.id}'"
+        identity = {}
+        if self.fn is not None:
+            identity["fn"] = code_fingerprint(self.fn, what=f"{where}: compute function")
+        if self.parse is not None:
+            identity["parse"] = code_fingerprint(self.parse, what=f"{where}: judge parse function")
+        if self.when is not None:
+            code_fingerprint(self.when, what=f"{where}: `when` condition")
+        return identity
 
 
 def _parts(prompt: str | PromptPart | Sequence[PromptPart]) -> tuple[PromptPart, ...]:

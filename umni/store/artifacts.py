@@ -241,9 +241,24 @@ class BlobStore:
         target = self.path(sha)
         if not self.verify(sha):  # absent, or damaged by a crash or a disk: (re)write it
             _atomic_write(target, data, durable=False)
+            self._trust(sha, target)
         if decoded is not None:
             self._remember(sha, decoded)
         return ImageRef(sha256=sha, width=width, height=height)
+
+    def put_image(self, image: Image.Image) -> ImageRef:
+        """Encode and store a produced image, keeping its stored form for the readers that follow
+        (`KindContext.store_image` runs this in a worker thread)."""
+        stored, data = encode_for_store(image)
+        return self.put_png(data, image.width, image.height, decoded=stored)
+
+    def _trust(self, sha: str, path: Path) -> None:
+        """Record a blob this store just wrote from bytes it hashed, so `verify` (the report's
+        export, a later reader) does not read and hash it again; a later change of the file's
+        mtime or size still sends it through the full check."""
+        with storage_guard(path):
+            stat = path.stat()
+        self._verified[sha] = (stat.st_mtime_ns, stat.st_size)
 
     def _remember(self, sha: str, image: Image.Image) -> None:
         with self._decoded_lock:

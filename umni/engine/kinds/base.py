@@ -27,7 +27,7 @@ from umni.graph.nodes import ImageFile, Node, OutputType, Ref
 from umni.graph.outcomes import Outcome
 from umni.graph.params import NodeParams
 from umni.graph.registry import Slot
-from umni.store.artifacts import ImageRef, encode_for_store, fingerprint
+from umni.store.artifacts import ImageRef, fingerprint
 from umni.store.cache import Cache
 from umni.util.errors import BackendError, ConfigError, DegenerateOutput
 from umni.util.events import EventLog
@@ -179,16 +179,17 @@ class KindContext:
             raise BackendError(f"no answer within {timeout:g} s", retryable=True) from None
 
     async def store_image(self, image: Image.Image | None, *, png: bytes | None = None) -> ImageRef:
-        """Check and store a produced image; PNG encoding runs in a worker thread (Pillow releases
-        the GIL there), so a large image does not hold up every other node. ``png`` (bytes already in
+        """Check and store a produced image. Encoding, hashing and writing the blob all run in a
+        worker thread (Pillow, hashlib and file writes release the GIL), so neither a large image nor
+        a slow disk holds up every other node; the node is done only once its blob is written. ``png`` (bytes already in
         the stored encoding) is stored as it is, without decoding the image."""
         if image is None or image.width < MIN_IMAGE_SIDE or image.height < MIN_IMAGE_SIDE:
             size = "no image" if image is None else f"{image.width}x{image.height}"
             raise DegenerateOutput(f"the model returned a degenerate image ({size}; need at least {MIN_IMAGE_SIDE}px a side)")
+        blobs = self.services.cache.blobs
         if png is not None:
-            return self.services.cache.blobs.put_png(png, image.width, image.height)
-        stored, data = await anyio.to_thread.run_sync(encode_for_store, image)
-        return self.services.cache.blobs.put_png(data, image.width, image.height, decoded=stored)
+            return await anyio.to_thread.run_sync(lambda: blobs.put_png(png, image.width, image.height))
+        return await anyio.to_thread.run_sync(blobs.put_image, image)
 
 
 class Kind:
