@@ -97,6 +97,8 @@ def build_parser() -> argparse.ArgumentParser:
     view = sub.add_parser("view", help="browse runs and sweeps in a local web viewer (127.0.0.1)")
     view.add_argument("dirs", type=Path, nargs="*", metavar="DIR", help="run directories or sweep folders (default: runs)")
     view.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: any free port)")
+    view.add_argument("--host", default="127.0.0.1",
+                      help="address to listen on and the one host name, besides loopback, that requests may name (default: 127.0.0.1)")
     view.add_argument("--open", action="store_true", help="open the page in the default browser")
 
     runs = sub.add_parser("runs", help="list run directories: protocol, bindings, date, headline score")
@@ -297,7 +299,7 @@ def cmd_protocols(args: argparse.Namespace) -> int:
 def cmd_view(args: argparse.Namespace) -> int:
     from umni.reporting.viewer import serve
 
-    serve(args.dirs or [Path("runs")], port=args.port, open_browser=args.open)
+    serve(args.dirs or [Path("runs")], port=args.port, open_browser=args.open, host=args.host)
     return EXIT_OK
 
 

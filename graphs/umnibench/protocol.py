@@ -146,6 +146,11 @@ class UmniBench(Protocol[UmniCase, UmniOptions, UmniRecord]):
         answered = [q["correct"] for q in record["questions"].values() if q["correct"] is not None]
         return {"accuracy": 100.0 * sum(answered) / len(answered) if answered else None}
 
+    def case_score(self, record: dict[str, Any]) -> tuple[float, float] | None:
+        """Questions answered right out of those answered (7/9); a failed question is counted apart."""
+        answered = [q["correct"] for q in record["questions"].values() if q["correct"] is not None]
+        return (float(sum(answered)), float(len(answered))) if answered else None
+
     def tables(self, summary: dict[str, Any]) -> list[tuple[str, list[str], list[list[Any]]]]:
         s = summary["scores"]
         stage_rows = [[STAGE_TITLES[st], s["stages"][st]] + [s["questions"][q] for q in STAGE_QUESTIONS[st]] for st in STAGES]

@@ -41,6 +41,13 @@ class Run:
     summary: dict[str, Any]
     path: Path | None = None
     label: str = ""
+    #: Bootstrap intervals stored in the run's tables.json when it finished (None: none stored,
+    #: compute them; an empty dict: show none rather than compute, as the viewer does).
+    intervals: dict[str, tuple[float, float] | None] | None = None
+
+    def __post_init__(self) -> None:
+        if self.intervals is None and self.path is not None:
+            self.intervals = read_stored_intervals(self.path)
 
     def records(self) -> list[dict[str, Any]]:
         if self.path is None or not (self.path / "results.jsonl").exists():
@@ -126,6 +133,41 @@ def find_summaries(paths: Iterable[Path]) -> list[dict[str, Any]]:
     return [run.summary for run in find_runs(paths)]
 
 
+# ------------------------------------------------------------------------------ stored tables
+TABLES_FILE = "tables.json"
+TABLES_VERSION = 1
+
+
+def write_run_tables(run_dir: Path, summary: dict[str, Any]) -> Path:
+    """Compute the run's leaderboard tables once, bootstrap intervals included, and store them as
+    tables.json beside it: the viewer and later leaderboards read the intervals instead of
+    re-scoring every case hundreds of times."""
+    from umni.store.artifacts import atomic_write_text
+
+    run = Run(summary, run_dir, intervals=None)
+    run.intervals = None  # this run's own tables.json is what is being written: compute afresh
+    intervals = {"overall": bootstrap_headline(run)} if _number(summary.get("scores", {}).get("overall")) is not None else {}
+    run.intervals = intervals
+    tables = [t.to_json() for t in build_tables([run])]
+    path = run_dir / TABLES_FILE
+    atomic_write_text(path, json.dumps({"version": TABLES_VERSION, "intervals": intervals, "tables": tables}, indent=1, ensure_ascii=False))
+    return path
+
+
+def read_stored_intervals(run_dir: Path) -> dict[str, tuple[float, float] | None] | None:
+    """The intervals of the run's tables.json; None when it has none (or one of another version)."""
+    path = run_dir / TABLES_FILE
+    if not path.exists():
+        return None
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+    if not isinstance(data, dict) or data.get("version") != TABLES_VERSION or not isinstance(data.get("intervals"), dict):
+        return None
+    return {k: (tuple(v) if isinstance(v, list) and len(v) == 2 else None) for k, v in data["intervals"].items()}
+
+
 # ----------------------------------------------------------------------------------- coverage
 def run_coverage(summary: dict[str, Any]) -> tuple[Cell, int]:
     """Nodes that produced a result out of all nodes, and the failed-node count (blocked apart)."""
@@ -160,6 +202,8 @@ def bootstrap_headline(run: Run, key: str = "overall") -> tuple[float, float] | 
     """
     from umni.protocols.protocol import get_protocol
 
+    if run.intervals is not None:
+        return run.intervals.get(key)
     records = run.records()
     if len(records) < 2:
         return None
