@@ -151,6 +151,10 @@ class UmniBench(Protocol[UmniCase, UmniOptions, UmniRecord]):
         answered = [q["correct"] for q in record["questions"].values() if q["correct"] is not None]
         return (float(sum(answered)), float(len(answered))) if answered else None
 
+    def node_verdicts(self, record: dict[str, Any]) -> dict[str, bool | None]:
+        """Each question's answer node (``<stage>/Q<n>``) and whether it chose the right option."""
+        return {f"{q['stage']}/{qid}": q["correct"] for qid, q in record["questions"].items()}
+
     def tables(self, summary: dict[str, Any]) -> list[tuple[str, list[str], list[list[Any]]]]:
         s = summary["scores"]
         stage_rows = [[STAGE_TITLES[st], s["stages"][st]] + [s["questions"][q] for q in STAGE_QUESTIONS[st]] for st in STAGES]

@@ -251,3 +251,15 @@ def test_a_twenty_thousand_case_run_opens_at_once_in_bounded_memory(demo_runs, b
     finally:
         process.terminate()
         process.wait(timeout=30)
+
+
+def test_the_transcript_shows_wrong_answers_timings_and_the_backend(demo_runs, browser, serve):
+    data = ViewerData([demo_runs / "umnibench-1"])
+    case_id = data.query({"status": "wrong", "limit": "1"})["cases"][0]["case_id"]
+    base = serve([demo_runs])
+    open_page(browser, base + "#case/umnibench-1/" + case_id, "#detail .transcript details.node")
+    record = data.record(data.runs[0].key, case_id)
+    qid, q = next((k, v) for k, v in record["questions"].items() if v["correct"] is False)
+    node = browser.find_element(By.CSS_SELECTOR, f"details.node[data-node='{q['stage']}/{qid}'] summary")
+    assert "wrong" in node.text and " s" in node.text and "call" in node.text
+    assert "sim/umm?" in node.text and "skill=0.4" in node.text

@@ -233,3 +233,18 @@ def test_a_port_in_use_is_named_at_once(demo_runs):
         assert time.monotonic() - began < 10  # before reading any run (generous bound; measured ~0 s)
     finally:
         first.server_close()
+
+
+def test_a_case_carries_per_node_verdicts_timings_and_backends(demo_runs):
+    run_dir = demo_runs / "umnibench-1"  # understand=sim/umm?skill=0.4: some answers wrong
+    data = ViewerData([run_dir])
+    key = data.runs[0].key
+    wrong = data.query({"status": "wrong", "limit": "1"})["cases"][0]["case_id"]
+    case = data.case(key, wrong)
+    record = data.record(key, wrong)
+    expected = {f"{q['stage']}/{qid}": q["correct"] for qid, q in record["questions"].items()}
+    assert case["verdicts"] == expected and False in expected.values()
+    facts = case["node_facts"]
+    answered = [e["node"] for e in record["transcript"] if e["kind"] == "answer"]
+    assert answered and all(facts[n]["calls"] >= 1 and facts[n]["seconds"] >= 0 for n in answered)
+    assert case["backends"]["understand"]["params"]["skill"] == "0.4"

@@ -126,6 +126,11 @@ class Protocol(ABC, Generic[CaseT, OptionsT, RecordT]):
         verdicts = [view.verdict for view in self.views(record) if view.verdict is not None]
         return (float(sum(verdicts)), float(len(verdicts))) if verdicts else None
 
+    def node_verdicts(self, record: dict[str, Any]) -> dict[str, bool | None]:
+        """Whether each answering node of the case was right (node id -> verdict; None when not
+        judged), so the viewer's transcript can show a wrong answer as wrong. Default: none known."""
+        return {}
+
     def case_schema(self) -> dict[str, Any]:
         """JSON Schema of one case record as it appears in the protocol's case files."""
         case_type = type(self).__orig_bases__[0].__args__[0]  # type: ignore[attr-defined]

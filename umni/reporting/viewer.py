@@ -272,11 +272,17 @@ class ViewerData:
         blocked = [nid for nid, node in sorted(record.get("nodes", {}).items()) if node.get("status") == "blocked"]
         protocol = data.run.summary.get("protocol", "?")
         others = [{"run": self.runs[i].key, "label": self.runs[i].run.label} for i in self._by_case.get((protocol, case_id), [])]
+        try:
+            verdicts = data.protocol.node_verdicts(record) if data.protocol is not None else {}
+        except Exception:  # a record of an older shape
+            verdicts = {}
         return {
             "run": data.key, "label": data.run.label, "protocol": protocol, "case_id": case_id,
             "category": case_category(record), "status": item[_STATUS], "score": item[_SCORE], "out_of": item[_OUT_OF],
             "panels": panels, "failures": failures, "blocked": blocked,
             "transcript": record.get("transcript"), "nodes": record.get("nodes", {}),
+            "verdicts": verdicts, "node_facts": node_facts(data.run.path / "events.jsonl", case_id),
+            "backends": data.run.summary.get("backends", {}),
             "record": {k: v for k, v in record.items() if k not in _BULKY}, "runs": others,
         }
 
@@ -288,6 +294,38 @@ class ViewerData:
                 raw = data.blobs.path(sha).read_bytes()
                 return _thumbnail(raw) if thumb else raw
         return None
+
+
+def node_facts(events: Path, case_id: str) -> dict[str, dict[str, Any]]:
+    """Per node of one case, from the run's event log: seconds and backend calls of its last
+    computation, retries, whether it came from the cache, and the failure kind if it failed.
+    A scan of events.jsonl for the case's lines (tens of MB on a 20k-case run: a fraction of a
+    second, and only when a case is opened)."""
+    facts: dict[str, dict[str, Any]] = {}
+    if not events.exists():
+        return facts
+    needle = json.dumps(case_id).encode()
+    with events.open("rb") as handle:
+        for line in handle:
+            if needle not in line:
+                continue
+            try:
+                event = json.loads(line)
+            except json.JSONDecodeError:  # a line cut by a crash: the rest still counts
+                continue
+            if event.get("case") != case_id or "node" not in event:
+                continue
+            fact = facts.setdefault(str(event["node"]), {"retries": 0})
+            kind = event.get("event")
+            if kind == "node.done":
+                fact.update(seconds=event.get("seconds"), calls=event.get("calls"), role=event.get("role"), cached=False)
+            elif kind == "node.cached":
+                fact["cached"] = True
+            elif kind == "node.retry":
+                fact["retries"] += 1
+            elif kind == "node.failed":
+                fact["failure"] = event.get("failure_kind")
+    return facts
 
 
 def _share(item: list[Any]) -> float | None:

@@ -209,7 +209,28 @@ function partNodes(parts) {
   });
 }
 
-function transcriptNode(entries) {
+function backendText(b) {
+  if (!b) return "";
+  const params = Object.entries(b.params || {}).map(([k, v]) => k + "=" + v).join("&");
+  return b.provider + "/" + b.name + (params ? "?" + params : "") + (b.revision ? " (rev " + b.revision + ")" : "");
+}
+
+function factsNode(e, c) {
+  const f = (c.node_facts || {})[e.node] || {};
+  const verdict = (c.verdicts || {})[e.node];
+  const bits = [];
+  if (verdict === true) bits.push(el("span", { class: "ok verdict" }, "right"));
+  if (verdict === false) bits.push(el("span", { class: "bad verdict" }, "wrong"));
+  if (f.cached) bits.push(el("span", { class: "muted" }, "cached"));
+  if (typeof f.seconds === "number") bits.push(el("span", { class: "muted" }, f.seconds.toFixed(2) + " s"));
+  if (f.calls !== undefined && f.calls !== null) bits.push(el("span", { class: "muted" }, f.calls + " call" + (f.calls === 1 ? "" : "s")));
+  if (f.retries) bits.push(el("span", { class: "warn" }, f.retries + " retr" + (f.retries === 1 ? "y" : "ies")));
+  const backend = e.role ? backendText((c.backends || {})[e.role]) : "";
+  if (backend) bits.push(el("span", { class: "muted backend" }, backend));
+  return bits.flatMap(b => [" · ", b]);
+}
+
+function transcriptNode(entries, c) {
   if (!entries) return el("p", { class: "muted" }, "This run's records carry no transcript (made by an older umni); node statuses are listed below.");
   const out = [];
   let group = null;
@@ -219,7 +240,7 @@ function transcriptNode(entries) {
     const cls = e.status === "done" ? "ok" : e.status === "skipped" ? "muted" : "bad";
     const r = e.reply || {};
     out.push(el("details", { class: "node", "data-node": e.node, open: e.kind === "judge" || e.status === "failed" ? true : null },
-      el("summary", {}, el("b", {}, e.node), " · " + e.kind + (e.role ? " (" + e.role + ")" : "") + " · ", el("span", { class: cls }, e.status)),
+      el("summary", {}, el("b", {}, e.node), " · " + e.kind + (e.role ? " (" + e.role + ")" : "") + " · ", el("span", { class: cls }, e.status), factsNode(e, c)),
       e.prompt ? [el("div", { class: "muted" }, "prompt"), partNodes(e.prompt)] : null,
       e.images ? [el("div", { class: "muted" }, "images"), partNodes(e.images)] : null,
       e.inputs ? el("div", { class: "muted" }, "inputs: " + e.inputs.join(", ")) : null,
@@ -254,7 +275,7 @@ async function renderCase(runKey, caseId) {
     el("div", { class: "panels" }, c.panels.map(panelNode)),
     c.failures.length || c.blocked.length ? el("section", { id: "failures" }, el("h3", {}, "Failures"), c.failures.map(failureNode),
       c.blocked.length ? el("p", { class: "muted" }, "blocked by a failed input: " + c.blocked.join(", ")) : null) : null,
-    el("h3", {}, "Transcript"), transcriptNode(c.transcript),
+    el("h3", {}, "Transcript"), transcriptNode(c.transcript, c),
     el("details", {}, el("summary", {}, "record"), el("pre", {}, JSON.stringify(c.record, null, 1)))));
 }
 
