@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypedDict
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from umni.backends.roles import EDIT, GENERATE, UNDERSTAND, option_letter
 from umni.graph.graph import Graph, Ref
@@ -29,7 +29,11 @@ STAGE_TITLES = {"generation": "Stage 1 Â· generation", "interaction": "Stage 2 Â
 class UmniOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    ability: Literal["full", "understanding", "generation", "editing"] = "full"
+    ability: Literal["full", "understanding", "generation", "editing"] = Field(
+        default="full",
+        description="the ability under test (bind the other roles to fixed modules); only changes what is scored: "
+        "editing scores the interaction and counterfactual stages, the others all three",
+    )
 
 
 @dataclass(frozen=True)

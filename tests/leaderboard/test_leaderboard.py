@@ -173,3 +173,32 @@ def test_leaderboard_command_writes_all_three_files(small_run, tmp_path, capsys)
     assert headline["ci"] and headline["answered"] == headline["total"] == 54
     md_tables_are_valid((tmp_path / "lb" / "leaderboard.md").read_text())
     assert Path(tmp_path / "lb" / "leaderboard.csv").read_text().startswith(",".join(LONG_HEADER))
+
+
+def test_coverage_counts_pending_nodes_apart():
+    """A --phase generate,edit run leaves the answer nodes pending: not answered, not failed."""
+    from umni.reporting.leaderboard import coverage_line, run_coverage
+
+    summary = {"counts": {"cases": 26, "nodes": 312, "skipped": 0, "pending": 234}, "failures": {}}
+    cell, failed = run_coverage(summary)
+    assert (cell.answered, cell.total, failed) == (78, 312, 0)
+    assert coverage_line(summary).startswith("coverage: 78/312 nodes answered, 0 failed, 234 pending")
+
+
+def test_a_wise_overall_without_a_value_says_why():
+    """Overall weights all six categories: with some unscored it has no value, and says which."""
+    wise = {"overall": None, "metric": "accuracy", "culture": 1.0, "time": 0.5, "space": None, "biology": None, "physics": 1.0, "chemistry": 0.0,
+            "scored": 4, "failed": 0, "scored_by_category": {"culture": 1, "time": 2, "physics": 1, "chemistry": 1}}
+    table = build_tables([summary("wise", wise)])[0]
+    overall = table.rows[0].cells[-1]
+    assert overall.value is None and overall.reason == "no score for space, biology: Overall weights all six categories"
+    assert "no score for space, biology" in table.markdown()
+    assert table.to_json()["rows"][0]["cells"][-1]["reason"] == overall.reason
+
+
+def test_every_protocol_option_has_a_description():
+    """`umni protocols --options` prints each option's description: none may be blank."""
+    from umni.protocols.protocol import get_protocol, known_protocols
+
+    blank = [f"{name}.{key}" for name in known_protocols() for key, info in get_protocol(name).Options.model_fields.items() if not info.description]
+    assert blank == []

@@ -170,14 +170,16 @@ def read_stored_intervals(run_dir: Path) -> dict[str, tuple[float, float] | None
 
 # ----------------------------------------------------------------------------------- coverage
 def run_coverage(summary: dict[str, Any]) -> tuple[Cell, int]:
-    """Nodes that produced a result out of all nodes, and the failed-node count (blocked apart)."""
+    """Nodes that produced a result out of all nodes, and the failed-node count (blocked apart).
+    Nodes a ``--phase`` run left pending are not answered (and not failed either)."""
     failures = summary.get("failures", {})
     failed = sum(v for k, v in failures.items() if k != "blocked" and isinstance(v, int))
     blocked = failures.get("blocked", 0) or 0
     nodes = summary.get("counts", {}).get("nodes") or 0
     skipped = summary.get("counts", {}).get("skipped", 0) or 0
+    pending = summary.get("counts", {}).get("pending", 0) or 0
     total = max(nodes - skipped, 0)
-    return Cell(None, max(total - failed - blocked, 0), total, coverage_only=True), failed
+    return Cell(None, max(total - failed - blocked - pending, 0), total, coverage_only=True), failed
 
 
 def failure_share(summary: dict[str, Any]) -> float:
@@ -189,8 +191,10 @@ def failure_share(summary: dict[str, Any]) -> float:
 def coverage_line(summary: dict[str, Any]) -> str:
     """`answered/total nodes` for CLI summaries and reports, flagged when incomplete."""
     cell, failed = run_coverage(summary)
+    pending = summary.get("counts", {}).get("pending", 0) or 0
+    left = f", {pending} pending (left for another --phase)" if pending else ""
     flag = " — INCOMPLETE: scores computed on partial coverage" if cell.incomplete else ""
-    return f"coverage: {cell.answered}/{cell.total} nodes answered, {failed} failed{flag}"
+    return f"coverage: {cell.answered}/{cell.total} nodes answered, {failed} failed{left}{flag}"
 
 
 # ------------------------------------------------------------------------------------ bootstrap
@@ -357,7 +361,11 @@ def _wise(runs: list[Run], with_ci: bool) -> list[Table]:
         scored, failed = s.get("scored_by_category", {}), s.get("failed_by_category", {})
         out = [Cell(s.get(c), scored.get(c), (scored.get(c) or 0) + (failed.get(c) or 0)) if c in scored else Cell(s.get(c)) for c in cats]
         expected = s.get("expected") or ((s.get("scored") or 0) + (s.get("failed") or 0))
-        return out + [_headline(run, with_ci, s.get("scored"), expected)]
+        headline = _headline(run, with_ci, s.get("scored"), expected)
+        unscored = [c for c in cats if s.get(c) is None]
+        if headline.value is None and unscored:
+            headline.reason = f"no score for {', '.join(unscored)}: Overall weights all six categories"
+        return out + [headline]
 
     metric = {r.summary["scores"].get("metric", "score") for r in runs}
     return [_rows_table(f"WISE · categories ({'/'.join(sorted(metric))})", "wise", runs, [c.capitalize() for c in cats] + ["Overall"], cells,

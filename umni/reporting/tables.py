@@ -20,6 +20,8 @@ class Cell:
     ci: tuple[float, float] | None = None
     #: a coverage cell (no score of its own): printed as `answered/total`
     coverage_only: bool = False
+    #: why a cell has no value, when the reader could not tell (printed beside the dash)
+    reason: str | None = None
 
     @property
     def incomplete(self) -> bool:
@@ -29,6 +31,8 @@ class Cell:
         if self.value is None and self.ci is None and self.answered is not None and self.total is not None and self.coverage_only:
             return f"{self.answered}/{self.total}" + ("*" if self.incomplete else "")
         text = format_cell(self.value)
+        if self.value is None and self.reason:
+            text += f" ({self.reason})"
         if self.ci is not None:
             text += f" [{format_cell(self.ci[0])}, {format_cell(self.ci[1])}]"
         if self.answered is not None and self.total is not None:
@@ -74,7 +78,8 @@ class Table:
 
     def to_json(self) -> dict[str, Any]:
         def cell(c: Cell) -> dict[str, Any]:
-            return {"value": c.value, "answered": c.answered, "total": c.total, "ci": list(c.ci) if c.ci else None, "incomplete": c.incomplete}
+            return {"value": c.value, "answered": c.answered, "total": c.total, "ci": list(c.ci) if c.ci else None, "incomplete": c.incomplete,
+                    "reason": c.reason}
 
         return {
             "title": self.title,

@@ -57,6 +57,7 @@ function cellNode(c) {
     return td;
   }
   td.append(fmt(c.value));
+  if (c.value === null && c.reason) { td.title = c.reason; td.append(" ", el("span", { class: "reason muted" }, "(" + c.reason + ")")); }
   if (c.ci) td.append(" ", el("span", { class: "ci" }, "[" + fmt(c.ci[0]) + ", " + fmt(c.ci[1]) + "]"));
   if (c.answered !== null && c.total !== null) td.append(" ", el("span", { class: "cov" }, "(" + c.answered + "/" + c.total + ")"));
   if (c.incomplete && c.value !== null) td.append(el("span", { class: "warn" }, "*"));
