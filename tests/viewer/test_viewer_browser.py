@@ -41,7 +41,7 @@ def count_text(browser):
 def test_screenshots_of_the_viewer_and_every_leaderboard(demo_runs, browser, tmp_path):
     made = shots.take_screenshots(tmp_path / "shots", demo_runs.parent)
     names = sorted(p.name for p in made)
-    assert names == sorted([f"leaderboard-{p}.png" for p in shots.PROTOCOLS] + ["viewer-cases.png", "viewer-case.png", "viewer-compare.png", "viewer-failure.png"])
+    assert names == sorted([f"leaderboard-{p}.png" for p in shots.PROTOCOLS] + ["viewer-cases.png", "viewer-case.png", "viewer-compare.png", "viewer-failure.png", "viewer-runs.png"])
     for path in made:
         with Image.open(path) as image:
             assert image.width == 1400 and image.height >= 500
