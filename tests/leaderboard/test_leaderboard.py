@@ -202,3 +202,45 @@ def test_every_protocol_option_has_a_description():
 
     blank = [f"{name}.{key}" for name in known_protocols() for key, info in get_protocol(name).Options.model_fields.items() if not info.description]
     assert blank == []
+
+
+def test_latex_and_laid_out_csv_formats(small_run, capsys):
+    assert main(["leaderboard", str(small_run), "--format", "latex"]) == 0
+    tex = capsys.readouterr().out
+    first = tex.split("\\end{tabular}")[0]
+    assert "\\begin{tabular}{lrrrrrr}" in first and "\\toprule" in first and "\\bottomrule" in first
+    header = first.split("\\toprule\n")[1].splitlines()[0]
+    assert header == "run & Overall & Generation & Interaction & Counterfactual & coverage & failures \\\\"
+    row = first.split("\\midrule\n")[1].splitlines()[0]
+    assert row.count(" & ") == 6 and row.startswith("sim/umm?skill=0.6 & ") and "(54/54)" in row
+    assert main(["leaderboard", str(small_run), "--format", "csv"]) == 0
+    block = capsys.readouterr().out.split("\n\n")[0].splitlines()
+    parsed = list(csv.reader(block))
+    assert parsed[0] == ["# UmniBench · overall and stages"] and parsed[1][:6] == ["run", "Overall", "Overall ci_low", "Overall ci_high", "Overall answered", "Overall total"]
+    summary = json.loads((small_run / "summary.json").read_text())
+    assert float(parsed[2][1]) == summary["scores"]["overall"] and float(parsed[2][2]) <= float(parsed[2][1]) <= float(parsed[2][3])
+
+
+def test_latex_escapes_what_a_label_may_hold():
+    from umni.reporting.tables import _tex
+
+    assert _tex("a_b & 50% #1 {x} ~ ^ \\") == "a\\_b \\& 50\\% \\#1 \\{x\\} \\textasciitilde{} \\textasciicircum{} \\textbackslash{}"
+
+
+def test_paired_comparison_of_two_runs_on_the_same_cases(small_run, tmp_path, capsys):
+    from umni.reporting.leaderboard import find_runs, label_runs
+    from umni.reporting.paired import compare_runs
+
+    strong = tmp_path / "strong"
+    assert main(["run", "umnibench", "--model", "sim/umm", "--limit", "6", "--out", str(strong), "--cache", str(tmp_path / "cache"), "--quiet"]) == 0
+    a, b = label_runs(find_runs([strong, small_run]))
+    result = compare_runs(a, b)
+    assert result.cases == 6 and result.a_only == result.b_only == 0
+    assert result.difference == round(a.summary["scores"]["overall"] - b.summary["scores"]["overall"], 2)
+    assert result.ci is not None and result.ci[0] <= result.difference <= result.ci[1]
+    assert 0 < result.p_value <= 1
+    assert compare_runs(a, b) == result  # seeded
+    same = compare_runs(a, a)
+    assert same.difference == 0 and same.ci == (0.0, 0.0) and same.p_value == 1.0
+    assert main(["leaderboard", str(strong), str(small_run), "--paired"]) == 0
+    assert "paired sign-flip test p =" in capsys.readouterr().out

@@ -1,8 +1,10 @@
 """A leaderboard table as data (cells that carry their coverage and interval, rows, titles and
-notes) and its three renderings: markdown, the tidy long CSV (one row per run x metric) and JSON."""
+notes) and its renderings: Markdown, LaTeX, CSV as laid out, the tidy long CSV (one row per run x metric) and JSON."""
 
 from __future__ import annotations
 
+import csv
+import io
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -76,6 +78,38 @@ class Table:
             notes.insert(0, self.note)
         return "\n".join([*lines, "", *(_md(n, table=False) for n in notes)])
 
+    def latex(self) -> str:
+        """A booktabs tabular to paste into a paper: names left, numbers right, the interval and
+        (answered/total) beside each score as in the Markdown, ``*`` for incomplete coverage."""
+        header = [*self.key_columns, *self.columns, "coverage", "failures"]
+        spec = "l" * len(self.key_columns) + "r" * (len(header) - len(self.key_columns))
+        lines = ["% " + _tex(self.title), "\\begin{tabular}{" + spec + "}", "\\toprule",
+                 " & ".join(_tex(h) for h in header) + " \\\\", "\\midrule"]
+        for row in self.rows:
+            cells = [*row.keys, *(c.text() for c in row.cells), row.coverage.text(), str(row.failures)]
+            lines.append(" & ".join(_tex(c) for c in cells) + " \\\\")
+        lines += ["\\bottomrule", "\\end{tabular}"]
+        if self.note:
+            lines.append("% " + _tex(self.note))
+        return "\n".join(lines)
+
+    def csv(self) -> str:
+        """The table as laid out (one row per table row), values only: intervals and coverage in
+        their own columns. The tidy one-row-per-metric CSV is `long_rows`."""
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow([f"# {self.title}"])
+        head = list(self.key_columns)
+        for column in self.columns:
+            head += [column, f"{column} ci_low", f"{column} ci_high", f"{column} answered", f"{column} total"]
+        writer.writerow(head + ["coverage answered", "coverage total", "failures"])
+        for row in self.rows:
+            values: list[Any] = list(row.keys)
+            for c in row.cells:
+                values += [_csv(c.value), _csv(c.ci[0] if c.ci else None), _csv(c.ci[1] if c.ci else None), _csv(c.answered), _csv(c.total)]
+            writer.writerow(values + [_csv(row.coverage.answered), _csv(row.coverage.total), row.failures])
+        return buffer.getvalue().rstrip("\n")
+
     def to_json(self) -> dict[str, Any]:
         def cell(c: Cell) -> dict[str, Any]:
             return {"value": c.value, "answered": c.answered, "total": c.total, "ci": list(c.ci) if c.ci else None, "incomplete": c.incomplete,
@@ -108,6 +142,15 @@ LONG_HEADER = ["protocol", "table", "run", "metric", "value", "answered", "total
 
 def _csv(value: Any) -> Any:
     return "" if value is None else value
+
+
+_TEX = {"\\": "\\textbackslash{}", "&": "\\&", "%": "\\%", "$": "\\$", "#": "\\#", "_": "\\_", "{": "\\{", "}": "\\}",
+        "~": "\\textasciitilde{}", "^": "\\textasciicircum{}", "*": "$^{*}$", "\n": " ", "\r": " "}
+
+
+def _tex(text: Any) -> str:
+    """Text safe inside a LaTeX tabular cell (a run label may hold _ & % #)."""
+    return "".join(_TEX.get(ch, ch) for ch in str(text))
 
 
 def _md(text: Any, *, table: bool = True) -> str:
