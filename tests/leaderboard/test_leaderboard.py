@@ -98,11 +98,11 @@ def test_wise_category_table_and_girbench_task_table():
             "scored": 2, "failed": 1, "expected": 1000, "scored_by_category": {"culture": 1, "time": 1}, "failed_by_category": {"culture": 1}}
     gir = {"overall": 0.25, "overall_of": ["uni_understanding", "text"],
            "metrics": {"uni_understanding": {"score": 0.5, "cases": 4, "scored": 4}, "text": {"score": 0.0, "cases": 2, "scored": 1}}}
-    wt, gt = build_tables([summary("wise", wise), summary("girbench", gir)])[::-1]
-    assert wt.columns == ["Culture", "Time", "Space", "Biology", "Physics", "Chemistry", "Overall"]
+    gt, _paper, wt = build_tables([summary("wise", wise), summary("girbench", gir)])
+    assert wt.columns == ["Cultural", "Time", "Space", "Biology", "Physics", "Chemistry", "Overall"]  # the paper's Table 1 names
     assert wt.rows[0].cells[0].text() == "1.00 (1/2)*" and wt.rows[0].cells[6].text() == "0.50 (2/1000)*"
     assert gt.columns == ["Uni understanding", "T2I text", "Overall"]
-    assert gt.rows[0].cells[2].text() == "0.25 (5/6)*"
+    assert gt.rows[0].cells[2].text() == "0.250 (5/6)*"  # GIR-Bench's tables print three decimals
 
 
 def test_deviations_from_the_official_code_are_named_beside_the_table():
@@ -244,3 +244,31 @@ def test_paired_comparison_of_two_runs_on_the_same_cases(small_run, tmp_path, ca
     assert same.difference == 0 and same.ci == (0.0, 0.0) and same.p_value == 1.0
     assert main(["leaderboard", str(strong), str(small_run), "--paired"]) == 0
     assert "paired sign-flip test p =" in capsys.readouterr().out
+
+
+PAPER = json.loads((Path(__file__).parent / "fixtures" / "paper_tables.json").read_text())
+
+
+def test_wise_table_has_the_papers_columns_and_rounding():
+    paper = PAPER["wise"]
+    values = dict(zip(["culture", "time", "space", "biology", "physics", "chemistry", "overall"], map(float, paper["paper_row"]["cells"])))
+    wise = values | {"metric": "wiscore", "scored": 6, "failed": 0, "scored_by_category": {k: 1 for k in values if k != "overall"}}
+    table = build_tables([summary("wise", wise)])[0]
+    assert table.title.startswith(paper["title"])
+    assert table.columns == paper["columns"]
+    assert [c.text().split(" ")[0] for c in table.rows[0].cells] == paper["paper_row"]["cells"]
+
+
+def test_girbench_t2i_and_edit_table_in_the_papers_layout():
+    paper = PAPER["girbench_t2i_edit"]
+    edit = paper["paper_row"]["edit"]
+    gir = {"overall": 0.1, "overall_of": list(edit),
+           "metrics": {k: {"score": v, "cases": 10, "scored": 10} for k, v in edit.items()}}
+    tables = [t for t in build_tables([summary("girbench", gir)]) if t.title.startswith(paper["title"])]
+    assert len(tables) == 1
+    table = tables[0]
+    assert table.columns == paper["columns"]
+    assert table.groups == paper["groups"]
+    cells = [c.text().split(" ")[0] for c in table.rows[0].cells]
+    assert cells[:4] == ["—"] * 4  # the run made no T2I task: a dash, as the paper prints "-"
+    assert cells[4:] == ["0.044", "0.000", "0.271", paper["paper_row"]["edit_overall"]]

@@ -368,8 +368,13 @@ def _wise(runs: list[Run], with_ci: bool) -> list[Table]:
         return out + [headline]
 
     metric = {r.summary["scores"].get("metric", "score") for r in runs}
-    return [_rows_table(f"WISE · categories ({'/'.join(sorted(metric))})", "wise", runs, [c.capitalize() for c in cats] + ["Overall"], cells,
+    names = [WISE_COLUMNS.get(c, c.capitalize()) for c in cats]
+    return [_rows_table(f"WISE · categories ({'/'.join(sorted(metric))})", "wise", runs, names + ["Overall"], cells,
                         sort_on=len(cats))]
+
+
+#: WISE category keys under the names of the paper's Table 1.
+WISE_COLUMNS = {"culture": "Cultural"}
 
 
 def _girbench(runs: list[Run], with_ci: bool) -> list[Table]:
@@ -387,8 +392,38 @@ def _girbench(runs: list[Run], with_ci: bool) -> list[Table]:
         return out + [_headline(run, with_ci, answered, total)]
 
     names = [GIR_TASKS.get(m, m) for m in metrics]
-    return [_rows_table("GIR-Bench · tasks", "girbench", runs, [*names, "Overall"], cells, sort_on=len(metrics),
-                        note="Overall averages the tasks that were run (scores.overall_of)")]
+    tasks = _rows_table("GIR-Bench · tasks", "girbench", runs, [*names, "Overall"], cells, sort_on=len(metrics),
+                        note="Overall averages the tasks that were run (scores.overall_of)")
+    for row in tasks.rows:
+        for cell in row.cells:
+            cell.decimals = 3
+
+    def paper(run: Run) -> list[Cell]:
+        ms = run.summary["scores"].get("metrics", {})
+        out: list[Cell] = []
+        for _, keys in GIR_PAPER_GROUPS:
+            part = [Cell(ms[k].get("score"), ms[k].get("scored"), ms[k].get("cases"), decimals=3) if k in ms else Cell(None, decimals=3) for k in keys]
+            values = [_number(c.value) for c in part]
+            overall = Cell(None, decimals=3)
+            if all(v is not None for v in values):
+                overall = Cell(sum(v for v in values if v is not None) / len(values), sum(c.answered or 0 for c in part),
+                               sum(c.total or 0 for c in part), decimals=3)
+            elif any(v is not None for v in values):
+                overall.reason = "needs all three tasks of the group"
+            out += part + [overall]
+        return out
+
+    columns = [GIR_PAPER_NAMES[k] for _, keys in GIR_PAPER_GROUPS for k in [*keys, "overall"]]
+    t2i_edit = _rows_table("GIR-Bench · T2I and Edit (paper Table 2)", "girbench", runs, columns, paper, sort_on=7,
+                           note="each group's Overall is the mean of its three tasks, as in the paper's table")
+    t2i_edit.groups = [[name, len(keys) + 1] for name, keys in GIR_PAPER_GROUPS]
+    return [tasks, t2i_edit]
+
+
+#: The paper's Table 2: GIR-Bench-T2I and GIR-Bench-Edit, three tasks and an Overall each.
+GIR_PAPER_GROUPS = [("GIR-Bench-T2I", ["numerical", "spatial", "text"]), ("GIR-Bench-Edit", ["puzzle", "sudoku", "perception"])]
+GIR_PAPER_NAMES = {"numerical": "Numerical Reasoning", "spatial": "Spatial Layout", "text": "Text Rendering", "puzzle": "Visual Puzzle",
+                   "sudoku": "Visual Logic", "perception": "Reasoning Perception", "overall": "Overall"}
 
 
 #: GIR-Bench metric keys as the paper's table groups them (Uni, T2I, Edit).

@@ -20,9 +20,9 @@ function el(tag, attrs, ...children) {
   return node;
 }
 
-function fmt(v) {
+function fmt(v, decimals) {
   if (v === null || v === undefined) return "—";
-  if (typeof v === "number") return v.toFixed(2);
+  if (typeof v === "number") return v.toFixed(decimals === undefined ? 2 : decimals);
   return String(v);
 }
 
@@ -56,9 +56,9 @@ function cellNode(c) {
     td.append(c.answered + "/" + c.total);
     return td;
   }
-  td.append(fmt(c.value));
+  td.append(fmt(c.value, c.decimals));
   if (c.value === null && c.reason) { td.title = c.reason; td.append(" ", el("span", { class: "reason muted" }, "(" + c.reason + ")")); }
-  if (c.ci) td.append(" ", el("span", { class: "ci" }, "[" + fmt(c.ci[0]) + ", " + fmt(c.ci[1]) + "]"));
+  if (c.ci) td.append(" ", el("span", { class: "ci" }, "[" + fmt(c.ci[0], c.decimals) + ", " + fmt(c.ci[1], c.decimals) + "]"));
   if (c.answered !== null && c.total !== null) td.append(" ", el("span", { class: "cov" }, "(" + c.answered + "/" + c.total + ")"));
   if (c.incomplete && c.value !== null) td.append(el("span", { class: "warn" }, "*"));
   return td;
@@ -72,8 +72,11 @@ function tableNode(t) {
       el("td", { class: r.failures ? "bad" : null }, String(r.failures)));
   });
   if (!rows.length) rows.push(el("tr", {}, el("td", { colspan: t.key_columns.length + t.columns.length + 2 }, "no runs")));
+  const groups = (t.groups || []).length ? el("tr", { class: "groups" }, el("th", { colspan: t.key_columns.length }),
+    t.groups.map(([name, span]) => el("th", { colspan: span, class: "group" }, name)),
+    el("th", { colspan: t.columns.length - t.groups.reduce((n, g) => n + g[1], 0) + 2 })) : null;
   return el("div", { class: "lb-block", "data-protocol": t.protocol },
-    el("h3", {}, t.title), el("table", { class: "lb" }, head, rows),
+    el("h3", {}, t.title), el("table", { class: "lb" }, groups, head, rows),
     t.note ? el("p", { class: "note" }, t.note) : null);
 }
 
