@@ -69,8 +69,8 @@ def test_aegis_main_table_is_task_by_domain_group():
         "overall": {"STEM": 25.0, "Humanities": 20.0, "Daily life": 45.0, "overall": 32.0, "scored": 5, "inference_failures": 1, "evaluation_failures": 0},
     }
     tables = build_tables([summary("aegis", {"overall": 32.0, "main_table": main_table})])
-    assert len(tables) == 1
-    t = tables[0]
+    assert len(tables) == 2  # the paper's main table first, then this per-task breakdown
+    t = tables[1]
     assert t.key_columns == ["run", "task"] and t.columns == ["STEM", "Humanities", "Daily life", "Overall"]
     assert [r.keys[1] for r in t.rows] == ["understanding", "generation", "overall"]
     text = t.markdown()
@@ -272,3 +272,16 @@ def test_girbench_t2i_and_edit_table_in_the_papers_layout():
     cells = [c.text().split(" ")[0] for c in table.rows[0].cells]
     assert cells[:4] == ["—"] * 4  # the run made no T2I task: a dash, as the paper prints "-"
     assert cells[4:] == ["0.044", "0.000", "0.271", paper["paper_row"]["edit_overall"]]
+
+
+def test_aegis_main_table_in_the_papers_layout():
+    paper = PAPER["aegis"]
+    cells = list(map(float, paper["paper_row"]["cells"]))
+    tasks, groups = ["understanding", "generation", "editing", "interleaved"], ["STEM", "Humanities", "Daily life"]
+    main_table = {t: dict(zip(groups, cells[3 * i:3 * i + 3])) | {"overall": None, "scored": 10} for i, t in enumerate(tasks)}
+    main_table["overall"] = {"overall": cells[-1], "scored": 40}
+    table = build_tables([summary("aegis", {"overall": cells[-1], "main_table": main_table})])[0]
+    assert table.title.startswith(paper["title"])
+    assert table.columns == paper["columns"] and table.groups == paper["groups"]
+    assert len(table.rows) == 1  # one row per model
+    assert [c.text().split(" ")[0] for c in table.rows[0].cells] == paper["paper_row"]["cells"]

@@ -52,7 +52,12 @@ def test_screenshots_of_the_viewer_and_every_leaderboard(demo_runs, browser, tmp
 def test_tables_show_each_protocol_in_its_layout_with_coverage(demo_runs, browser, serve):
     base = serve([demo_runs])
     open_page(browser, base + "#tables/aegis", "section#protocol-aegis table.lb")
-    headers = [th.text for th in browser.find_elements(By.CSS_SELECTOR, "section#protocol-aegis th")]
+    tables = browser.find_elements(By.CSS_SELECTOR, "section#protocol-aegis table.lb")
+    groups = [th.text for th in tables[0].find_elements(By.CSS_SELECTOR, "tr.groups th.group")]
+    assert groups == ["Understanding", "Generation", "Editing", "Interleaved Generation"]  # the paper's main table first
+    headers = [th.text for th in tables[0].find_elements(By.CSS_SELECTOR, "tr:not(.groups) th")]
+    assert headers == ["run"] + ["STEM", "Humanity", "Life"] * 4 + ["Overall", "coverage", "failures"]
+    headers = [th.text for th in tables[1].find_elements(By.CSS_SELECTOR, "th")]
     assert headers[:6] == ["run", "task", "STEM", "Humanities", "Daily life", "Overall"] and "coverage" in headers
     assert not browser.find_elements(By.CSS_SELECTOR, "section#protocol-genius")
     open_page(browser, base + "#tables/umnibench", "section#protocol-umnibench table.lb")

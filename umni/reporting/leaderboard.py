@@ -350,7 +350,28 @@ def _aegis(runs: list[Run], with_ci: bool) -> list[Table]:
             if task == "overall" and with_ci and row.get("overall") is not None:
                 overall.ci = bootstrap_headline(run)
             table.rows.append(Row(run.label, [run.label, task], [Cell(row.get(g)) for g in groups] + [overall], coverage, failed))
-    return [table]
+
+    def paper(run: Run) -> list[Cell]:
+        main = run.summary["scores"].get("main_table", {})
+        out = [Cell(main.get(task, {}).get(g), decimals=1) for task, _ in AEGIS_PAPER_TASKS for g in groups]
+        whole = main.get("overall", {})
+        scored = whole.get("scored")
+        total = (scored or 0) + (whole.get("inference_failures") or 0) + (whole.get("evaluation_failures") or 0) if scored is not None else None
+        headline = _headline(run, with_ci, scored, total)
+        headline.decimals = 1
+        return out + [headline]
+
+    columns = [name for _ in AEGIS_PAPER_TASKS for name in AEGIS_PAPER_GROUPS] + ["Overall"]
+    main_table = _rows_table("AEGIS · main table (paper layout)", "aegis", runs, columns, paper, sort_on=len(columns) - 1,
+                             note="one row per model: each task by domain group, then Overall with its 95 % bootstrap interval")
+    main_table.groups = [[title, len(groups)] for _, title in AEGIS_PAPER_TASKS]
+    return [main_table, table]
+
+
+#: The paper's main table: tasks as column groups (umni key, the paper's title), domain groups inside.
+AEGIS_PAPER_TASKS = [("understanding", "Understanding"), ("generation", "Generation"), ("editing", "Editing"),
+                     ("interleaved", "Interleaved Generation")]
+AEGIS_PAPER_GROUPS = ["STEM", "Humanity", "Life"]
 
 
 def _wise(runs: list[Run], with_ci: bool) -> list[Table]:
