@@ -248,3 +248,22 @@ def test_a_case_carries_per_node_verdicts_timings_and_backends(demo_runs):
     answered = [e["node"] for e in record["transcript"] if e["kind"] == "answer"]
     assert answered and all(facts[n]["calls"] >= 1 and facts[n]["seconds"] >= 0 for n in answered)
     assert case["backends"]["understand"]["params"]["skill"] == "0.4"
+
+
+def test_viewer_files_that_cannot_be_made_never_leave_a_run_unfinished(demo_runs, tmp_path, capsys):
+    import shutil
+
+    from umni.protocols.protocol import get_protocol
+    from umni.reporting.caseindex import INDEX_FILE, write_viewer_files
+    from umni.reporting.leaderboard import TABLES_FILE
+
+    run_dir = tmp_path / "wise-5"
+    shutil.copytree(demo_runs / "wise-5", run_dir)
+    (run_dir / INDEX_FILE).unlink()
+    (run_dir / TABLES_FILE).unlink()
+    summary = json.loads((run_dir / "summary.json").read_text())
+    write_viewer_files(run_dir, get_protocol("wise"), summary | {"scores": "a summary of a shape no table reads"})
+    assert "viewer files left out (AttributeError" in capsys.readouterr().err
+    assert not (run_dir / TABLES_FILE).exists() and (run_dir / INDEX_FILE).exists()  # the other file is still written
+    lines = (run_dir / "results.jsonl").read_text().splitlines()
+    assert len(ViewerData([run_dir]).cases) == len(lines)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -166,6 +167,17 @@ def read_record(results: Path, offset: int, length: int) -> dict[str, Any]:
 
 def write_viewer_files(run_dir: Path, protocol: Any, summary: dict[str, Any]) -> None:
     """What `umni view` and later leaderboards read instead of recomputing, written once when the
-    run finishes: tables.json (the tables with bootstrap intervals) and the case index."""
-    write_run_tables(run_dir, summary)
-    write_case_index(run_dir, protocol)
+    run finishes: tables.json (the tables with bootstrap intervals) and the case index.
+
+    Both are caches of what results.jsonl and summary.json (already written) hold: a record shape
+    they cannot read is said on stderr and the file left out — the viewer and leaderboards then
+    compute it themselves — rather than leaving a finished run marked incomplete. A storage error
+    (full disk) still raises, as for every other file of the run."""
+    for write in (lambda: write_run_tables(run_dir, summary), lambda: write_case_index(run_dir, protocol)):
+        try:
+            write()
+        except OSError:
+            raise
+        except Exception as error:  # noqa: BLE001 - see the docstring: a cache, never a lost run
+            print(f"umni: {run_dir}: viewer files left out ({type(error).__name__}: {error}); "
+                  "umni view and umni leaderboard will compute them", file=sys.stderr)
