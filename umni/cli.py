@@ -81,6 +81,10 @@ def build_parser() -> argparse.ArgumentParser:
     board = sub.add_parser("leaderboard", help="tables of several runs (run directories or sweep folders)")
     board.add_argument("dirs", type=Path, nargs="+")
     board.add_argument("--out", type=Path, help="write leaderboard.md/.csv/.json here (default: print Markdown)")
+    board.add_argument("--format", choices=["markdown", "latex", "csv"], default="markdown",
+                       help="what is printed: Markdown, LaTeX (booktabs) to paste into a paper, or CSV of each table as laid out")
+    board.add_argument("--paired", action="store_true",
+                       help="two runs of one protocol: their headline difference on the shared cases, with a paired bootstrap interval and a paired test")
 
     rejudge = sub.add_parser("rejudge", help="re-score a run with another judge; nothing else is re-run")
     rejudge.add_argument("run", type=Path)
@@ -100,6 +104,8 @@ def build_parser() -> argparse.ArgumentParser:
     view = sub.add_parser("view", help="browse runs and sweeps in a local web viewer (127.0.0.1)")
     view.add_argument("dirs", type=Path, nargs="*", metavar="DIR", help="run directories or sweep folders (default: runs)")
     view.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: any free port)")
+    view.add_argument("--host", default="127.0.0.1",
+                      help="address to listen on and the one host name, besides loopback, that requests may name (default: 127.0.0.1)")
     view.add_argument("--open", action="store_true", help="open the page in the default browser")
 
     runs = sub.add_parser("runs", help="list run directories: protocol, bindings, date, headline score")
@@ -231,7 +237,19 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 def cmd_leaderboard(args: argparse.Namespace) -> int:
     from umni.reporting.leaderboard import build_tables, find_runs, write_leaderboard
 
+    if args.paired:
+        from umni.reporting.leaderboard import label_runs
+        from umni.reporting.paired import compare_runs
+
+        runs = label_runs(find_runs(args.dirs))
+        if len(runs) != 2:
+            raise InputError(f"--paired compares exactly two runs; these paths hold {len(runs)}", path=args.dirs[0])
+        print(compare_runs(runs[0], runs[1]).text())
+        return EXIT_OK
     tables = build_tables(find_runs(args.dirs))
+    if args.format != "markdown" and not args.out:
+        print("\n\n".join(t.latex() if args.format == "latex" else t.csv() for t in tables))
+        return EXIT_OK
     if args.out:
         paths = write_leaderboard(tables, args.out)
         print("\n".join(f"{kind}: {path}" for kind, path in paths.items()))
@@ -300,7 +318,7 @@ def cmd_protocols(args: argparse.Namespace) -> int:
 def cmd_view(args: argparse.Namespace) -> int:
     from umni.reporting.viewer import serve
 
-    serve(args.dirs or [Path("runs")], port=args.port, open_browser=args.open)
+    serve(args.dirs or [Path("runs")], port=args.port, open_browser=args.open, host=args.host)
     return EXIT_OK
 
 

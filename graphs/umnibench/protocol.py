@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypedDict
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from umni.backends.roles import EDIT, GENERATE, UNDERSTAND, option_letter
 from umni.graph.graph import Graph, Ref
@@ -29,7 +29,11 @@ STAGE_TITLES = {"generation": "Stage 1 · generation", "interaction": "Stage 2 �
 class UmniOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    ability: Literal["full", "understanding", "generation", "editing"] = "full"
+    ability: Literal["full", "understanding", "generation", "editing"] = Field(
+        default="full",
+        description="the ability under test (bind the other roles to fixed modules); only changes what is scored: "
+        "editing scores the interaction and counterfactual stages, the others all three",
+    )
 
 
 @dataclass(frozen=True)
@@ -145,6 +149,15 @@ class UmniBench(Protocol[UmniCase, UmniOptions, UmniRecord, scoring.UmniScores])
         """The per-case accuracy (0–100) over answered questions: what the paper correlates with people."""
         answered = [q["correct"] for q in record["questions"].values() if q["correct"] is not None]
         return {"accuracy": 100.0 * sum(answered) / len(answered) if answered else None}
+
+    def case_score(self, record: UmniRecord) -> tuple[float, float] | None:
+        """Questions answered right out of those answered (7/9); a failed question is counted apart."""
+        answered = [q["correct"] for q in record["questions"].values() if q["correct"] is not None]
+        return (float(sum(answered)), float(len(answered))) if answered else None
+
+    def node_verdicts(self, record: UmniRecord) -> dict[str, bool | None]:
+        """Each question's answer node (``<stage>/Q<n>``) and whether it chose the right option."""
+        return {f"{q['stage']}/{qid}": q["correct"] for qid, q in record["questions"].items()}
 
     def tables(self, summary: dict[str, Any]) -> list[tuple[str, list[str], list[list[Any]]]]:
         s = summary["scores"]

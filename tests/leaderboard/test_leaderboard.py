@@ -69,8 +69,8 @@ def test_aegis_main_table_is_task_by_domain_group():
         "overall": {"STEM": 25.0, "Humanities": 20.0, "Daily life": 45.0, "overall": 32.0, "scored": 5, "inference_failures": 1, "evaluation_failures": 0},
     }
     tables = build_tables([summary("aegis", {"overall": 32.0, "main_table": main_table})])
-    assert len(tables) == 1
-    t = tables[0]
+    assert len(tables) == 2  # the paper's main table first, then this per-task breakdown
+    t = tables[1]
     assert t.key_columns == ["run", "task"] and t.columns == ["STEM", "Humanities", "Daily life", "Overall"]
     assert [r.keys[1] for r in t.rows] == ["understanding", "generation", "overall"]
     text = t.markdown()
@@ -98,11 +98,11 @@ def test_wise_category_table_and_girbench_task_table():
             "scored": 2, "failed": 1, "expected": 1000, "scored_by_category": {"culture": 1, "time": 1}, "failed_by_category": {"culture": 1}}
     gir = {"overall": 0.25, "overall_of": ["uni_understanding", "text"],
            "metrics": {"uni_understanding": {"score": 0.5, "cases": 4, "scored": 4}, "text": {"score": 0.0, "cases": 2, "scored": 1}}}
-    wt, gt = build_tables([summary("wise", wise), summary("girbench", gir)])[::-1]
-    assert wt.columns == ["Culture", "Time", "Space", "Biology", "Physics", "Chemistry", "Overall"]
+    gt, _paper, wt = build_tables([summary("wise", wise), summary("girbench", gir)])
+    assert wt.columns == ["Cultural", "Time", "Space", "Biology", "Physics", "Chemistry", "Overall"]  # the paper's Table 1 names
     assert wt.rows[0].cells[0].text() == "1.00 (1/2)*" and wt.rows[0].cells[6].text() == "0.50 (2/1000)*"
     assert gt.columns == ["Uni understanding", "T2I text", "Overall"]
-    assert gt.rows[0].cells[2].text() == "0.25 (5/6)*"
+    assert gt.rows[0].cells[2].text() == "0.250 (5/6)*"  # GIR-Bench's tables print three decimals
 
 
 def test_deviations_from_the_official_code_are_named_beside_the_table():
@@ -173,3 +173,115 @@ def test_leaderboard_command_writes_all_three_files(small_run, tmp_path, capsys)
     assert headline["ci"] and headline["answered"] == headline["total"] == 54
     md_tables_are_valid((tmp_path / "lb" / "leaderboard.md").read_text())
     assert Path(tmp_path / "lb" / "leaderboard.csv").read_text().startswith(",".join(LONG_HEADER))
+
+
+def test_coverage_counts_pending_nodes_apart():
+    """A --phase generate,edit run leaves the answer nodes pending: not answered, not failed."""
+    from umni.reporting.leaderboard import coverage_line, run_coverage
+
+    summary = {"counts": {"cases": 26, "nodes": 312, "skipped": 0, "pending": 234}, "failures": {}}
+    cell, failed = run_coverage(summary)
+    assert (cell.answered, cell.total, failed) == (78, 312, 0)
+    assert coverage_line(summary).startswith("coverage: 78/312 nodes answered, 0 failed, 234 pending")
+
+
+def test_a_wise_overall_without_a_value_says_why():
+    """Overall weights all six categories: with some unscored it has no value, and says which."""
+    wise = {"overall": None, "metric": "accuracy", "culture": 1.0, "time": 0.5, "space": None, "biology": None, "physics": 1.0, "chemistry": 0.0,
+            "scored": 4, "failed": 0, "scored_by_category": {"culture": 1, "time": 2, "physics": 1, "chemistry": 1}}
+    table = build_tables([summary("wise", wise)])[0]
+    overall = table.rows[0].cells[-1]
+    assert overall.value is None and overall.reason == "no score for space, biology: Overall weights all six categories"
+    assert "no score for space, biology" in table.markdown()
+    assert table.to_json()["rows"][0]["cells"][-1]["reason"] == overall.reason
+
+
+def test_every_protocol_option_has_a_description():
+    """`umni protocols --options` prints each option's description: none may be blank."""
+    from umni.protocols.protocol import get_protocol, known_protocols
+
+    blank = [f"{name}.{key}" for name in known_protocols() for key, info in get_protocol(name).Options.model_fields.items() if not info.description]
+    assert blank == []
+
+
+def test_latex_and_laid_out_csv_formats(small_run, capsys):
+    assert main(["leaderboard", str(small_run), "--format", "latex"]) == 0
+    tex = capsys.readouterr().out
+    first = tex.split("\\end{tabular}")[0]
+    assert "\\begin{tabular}{lrrrrrr}" in first and "\\toprule" in first and "\\bottomrule" in first
+    header = first.split("\\toprule\n")[1].splitlines()[0]
+    assert header == "run & Overall & Generation & Interaction & Counterfactual & coverage & failures \\\\"
+    row = first.split("\\midrule\n")[1].splitlines()[0]
+    assert row.count(" & ") == 6 and row.startswith("sim/umm?skill=0.6 & ") and "(54/54)" in row
+    assert main(["leaderboard", str(small_run), "--format", "csv"]) == 0
+    block = capsys.readouterr().out.split("\n\n")[0].splitlines()
+    parsed = list(csv.reader(block))
+    assert parsed[0] == ["# UmniBench · overall and stages"] and parsed[1][:6] == ["run", "Overall", "Overall ci_low", "Overall ci_high", "Overall answered", "Overall total"]
+    summary = json.loads((small_run / "summary.json").read_text())
+    assert float(parsed[2][1]) == summary["scores"]["overall"] and float(parsed[2][2]) <= float(parsed[2][1]) <= float(parsed[2][3])
+
+
+def test_latex_escapes_what_a_label_may_hold():
+    from umni.reporting.tables import _tex
+
+    assert _tex("a_b & 50% #1 {x} ~ ^ \\") == "a\\_b \\& 50\\% \\#1 \\{x\\} \\textasciitilde{} \\textasciicircum{} \\textbackslash{}"
+
+
+def test_paired_comparison_of_two_runs_on_the_same_cases(small_run, tmp_path, capsys):
+    from umni.reporting.leaderboard import find_runs, label_runs
+    from umni.reporting.paired import compare_runs
+
+    strong = tmp_path / "strong"
+    assert main(["run", "umnibench", "--model", "sim/umm", "--limit", "6", "--out", str(strong), "--cache", str(tmp_path / "cache"), "--quiet"]) == 0
+    a, b = label_runs(find_runs([strong, small_run]))
+    result = compare_runs(a, b)
+    assert result.cases == 6 and result.a_only == result.b_only == 0
+    assert result.difference == round(a.summary["scores"]["overall"] - b.summary["scores"]["overall"], 2)
+    assert result.ci is not None and result.ci[0] <= result.difference <= result.ci[1]
+    assert 0 < result.p_value <= 1
+    assert compare_runs(a, b) == result  # seeded
+    same = compare_runs(a, a)
+    assert same.difference == 0 and same.ci == (0.0, 0.0) and same.p_value == 1.0
+    assert main(["leaderboard", str(strong), str(small_run), "--paired"]) == 0
+    assert "paired sign-flip test p =" in capsys.readouterr().out
+
+
+PAPER = json.loads((Path(__file__).parent / "fixtures" / "paper_tables.json").read_text())
+
+
+def test_wise_table_has_the_papers_columns_and_rounding():
+    paper = PAPER["wise"]
+    values = dict(zip(["culture", "time", "space", "biology", "physics", "chemistry", "overall"], map(float, paper["paper_row"]["cells"])))
+    wise = values | {"metric": "wiscore", "scored": 6, "failed": 0, "scored_by_category": {k: 1 for k in values if k != "overall"}}
+    table = build_tables([summary("wise", wise)])[0]
+    assert table.title.startswith(paper["title"])
+    assert table.columns == paper["columns"]
+    assert [c.text().split(" ")[0] for c in table.rows[0].cells] == paper["paper_row"]["cells"]
+
+
+def test_girbench_t2i_and_edit_table_in_the_papers_layout():
+    paper = PAPER["girbench_t2i_edit"]
+    edit = paper["paper_row"]["edit"]
+    gir = {"overall": 0.1, "overall_of": list(edit),
+           "metrics": {k: {"score": v, "cases": 10, "scored": 10} for k, v in edit.items()}}
+    tables = [t for t in build_tables([summary("girbench", gir)]) if t.title.startswith(paper["title"])]
+    assert len(tables) == 1
+    table = tables[0]
+    assert table.columns == paper["columns"]
+    assert table.groups == paper["groups"]
+    cells = [c.text().split(" ")[0] for c in table.rows[0].cells]
+    assert cells[:4] == ["—"] * 4  # the run made no T2I task: a dash, as the paper prints "-"
+    assert cells[4:] == ["0.044", "0.000", "0.271", paper["paper_row"]["edit_overall"]]
+
+
+def test_aegis_main_table_in_the_papers_layout():
+    paper = PAPER["aegis"]
+    cells = list(map(float, paper["paper_row"]["cells"]))
+    tasks, groups = ["understanding", "generation", "editing", "interleaved"], ["STEM", "Humanities", "Daily life"]
+    main_table = {t: dict(zip(groups, cells[3 * i:3 * i + 3])) | {"overall": None, "scored": 10} for i, t in enumerate(tasks)}
+    main_table["overall"] = {"overall": cells[-1], "scored": 40}
+    table = build_tables([summary("aegis", {"overall": cells[-1], "main_table": main_table})])[0]
+    assert table.title.startswith(paper["title"])
+    assert table.columns == paper["columns"] and table.groups == paper["groups"]
+    assert len(table.rows) == 1  # one row per model
+    assert [c.text().split(" ")[0] for c in table.rows[0].cells] == paper["paper_row"]["cells"]

@@ -52,9 +52,14 @@ def test_server_api_index_case_and_images(demo_runs, serve):
     failing = next(r for r in index["runs"] if "error_rate" in r["label"])
     assert failing["coverage"][0] < failing["coverage"][1] and failing["failed_nodes"] > 0
 
-    run_id, case_id = next((c[0], c[1]) for c in index["cases"] if c[3] == "failed")
-    _, body = get(base + f"api/case/{run_id}/{urllib.request.quote(case_id, safe='')}")
+    _, body = get(base + "api/cases?status=failed&limit=1")
+    first = json.loads(body)["cases"][0]
+    run_key, case_id = first["run"], first["case_id"]
+    _, body = get(base + f"api/case?run={urllib.request.quote(run_key, safe='')}&id={urllib.request.quote(case_id, safe='')}")
     case = json.loads(body)
+    run_id = next(r["id"] for r in index["runs"] if r["key"] == run_key)
+    _, by_position = get(base + f"api/case/{run_id}/{urllib.request.quote(case_id, safe='')}")
+    assert json.loads(by_position)["case_id"] == case_id
     assert case["failures"] and all(f["message"] for f in case["failures"])
     assert len(case["runs"]) == 3  # the three UmniBench runs hold this case
     sha = next(p["image"] for p in case["panels"] if p["image"])
@@ -63,7 +68,7 @@ def test_server_api_index_case_and_images(demo_runs, serve):
     with Image.open(io.BytesIO(full)) as f, Image.open(io.BytesIO(thumb)) as t:
         assert max(t.size) <= 256 and t.size[0] <= f.size[0]
 
-    for bad in ("api/case/99/x", f"api/case/{run_id}/no-such-case", "img/../../etc/passwd.png", "img/" + "0" * 64 + ".png", "nothing"):
+    for bad in ("api/case/99/x", f"api/case/{run_id}/no-such-case", "api/case?run=nope&id=x", "img/../../etc/passwd.png", "img/" + "0" * 64 + ".png", "nothing"):
         with pytest.raises(urllib.error.HTTPError) as info:
             get(base + bad)
         assert info.value.code == 404
@@ -109,3 +114,156 @@ def test_a_run_still_being_written_is_left_out_and_named(demo_runs, tmp_path, ca
     assert data.index()["skipped"] == [str(folder / "writing")]
     listing = format_runs(find_run_dirs([folder]))
     assert "(incomplete)" in next(line for line in listing.splitlines() if line.endswith("writing"))
+
+
+def raw_get(base, path, host=None):
+    """One GET over a plain socket (http.client), with the Host header chosen by the test; returns
+    (status, body), or raises when the server drops the connection."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(base)
+    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
+    try:
+        connection.putrequest("GET", path, skip_host=True)
+        connection.putheader("Host", host if host is not None else parts.netloc)
+        connection.endheaders()
+        response = connection.getresponse()
+        return response.status, response.read()
+    finally:
+        connection.close()
+
+
+def test_only_loopback_host_headers_are_answered(demo_runs, serve):
+    """DNS rebinding: a page on evil.example whose name now resolves to 127.0.0.1 must not read the runs."""
+    base = serve([demo_runs / "wise-5"])
+    port = base.rstrip("/").rsplit(":", 1)[1]
+    for host in (f"127.0.0.1:{port}", f"localhost:{port}", "localhost", f"[::1]:{port}", f"LOCALHOST:{port}"):
+        status, _ = raw_get(base, "/api/index.json", host)
+        assert status == 200, host
+    for host in (f"evil.example:{port}", "evil.example", f"127.0.0.1.evil.example:{port}", f"10.0.0.5:{port}", ""):
+        status, body = raw_get(base, "/api/index.json", host)
+        assert status == 403, host
+        assert b"wise" not in body
+
+
+def test_an_explicit_host_is_answered_too(demo_runs):
+    import threading
+
+    from umni.reporting.viewer import make_server
+
+    server = make_server([demo_runs / "wise-5"], host="127.0.0.1", allowed_hosts=["viewer.lab.internal"])
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        base = f"http://127.0.0.1:{server.server_address[1]}/"
+        assert raw_get(base, "/api/index.json", "viewer.lab.internal")[0] == 200
+        assert raw_get(base, "/api/index.json", "other.lab.internal")[0] == 403
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize("run_id", ["\u00b2", "%C2%B2", "1" * 5000, "-1", "+1", " 1", "\u0661"])
+def test_a_malformed_run_id_answers_404(demo_runs, serve, run_id):
+    base = serve([demo_runs / "wise-5"])
+    status, _ = raw_get(base, "/api/case/" + urllib.request.quote(run_id, safe="%") + "/x")
+    assert status == 404
+    assert raw_get(base, "/api/index.json")[0] == 200  # and the server still answers
+
+
+def test_runs_carry_stored_tables_and_a_case_index_read_by_the_viewer(demo_runs):
+    from umni.reporting.caseindex import INDEX_FILE, SEARCH_FILE
+    from umni.reporting.leaderboard import TABLES_FILE, find_runs
+
+    run_dir = demo_runs / "umnibench-0"
+    for name in (TABLES_FILE, INDEX_FILE, SEARCH_FILE):
+        assert (run_dir / name).exists(), name
+    stored = json.loads((run_dir / TABLES_FILE).read_text())
+    low, high = stored["intervals"]["overall"]
+    assert low <= json.loads((run_dir / "summary.json").read_text())["scores"]["overall"] <= high
+    run = find_runs([run_dir])[0]
+    assert run.intervals == {"overall": (low, high)}  # read, never recomputed
+    data = ViewerData([run_dir])
+    assert len(data.cases) == len((run_dir / "results.jsonl").read_text().splitlines())
+
+
+def test_search_covers_text_deep_in_a_case_and_scores_sort(demo_runs, tmp_path):
+    import shutil
+
+    from umni.reporting.caseindex import INDEX_FILE
+
+    run_dir = tmp_path / "umnibench-6"
+    shutil.copytree(demo_runs / "umnibench-0", run_dir)
+    lines = (run_dir / "results.jsonl").read_text().splitlines()
+    record = json.loads(lines[-1])
+    reply = next(e for e in reversed(record["transcript"]) if e.get("reply", {}).get("text"))
+    words = reply["reply"]["text"].split()
+    needle = " ".join(words[-3:]).lower()  # the tail of the last judge reply: far past any 400-character cut
+    data = ViewerData([run_dir])
+    hits = data.query({"q": needle, "limit": "500"})
+    assert record["case_id"] in {c["case_id"] for c in hits["cases"]}
+    assert data.query({"q": "no such text anywhere 9f8e7d"})["total"] == 0
+
+    ranked = data.query({"sort": "-score", "limit": "500"})["cases"]
+    shares = [c["score"] / c["out_of"] for c in ranked if c["out_of"]]
+    assert shares and shares == sorted(shares, reverse=True)
+    assert all(c["out_of"] == 9 for c in ranked)  # UmniBench: the case's nine questions
+    low = data.query({"max": "0.5", "limit": "500"})["cases"]
+    assert all(c["score"] / c["out_of"] <= 0.5 for c in low)
+
+    (run_dir / INDEX_FILE).unlink()  # a run made before the index existed: built in memory, same answers
+    again = ViewerData([run_dir])
+    assert again.query({"sort": "-score", "limit": "500"})["cases"] == ranked
+    assert record["case_id"] in {c["case_id"] for c in again.query({"q": needle})["cases"]}
+
+
+def test_a_port_in_use_is_named_at_once(demo_runs):
+    import time
+
+    from umni.reporting.viewer import make_server
+    from umni.util.errors import InputError
+
+    first = make_server([demo_runs / "wise-5"])
+    try:
+        port = first.server_address[1]
+        began = time.monotonic()
+        with pytest.raises(InputError) as info:
+            make_server([demo_runs], port=port)
+        assert f"port {port}" in str(info.value)
+        assert time.monotonic() - began < 10  # before reading any run (generous bound; measured ~0 s)
+    finally:
+        first.server_close()
+
+
+def test_a_case_carries_per_node_verdicts_timings_and_backends(demo_runs):
+    run_dir = demo_runs / "umnibench-1"  # understand=sim/umm?skill=0.4: some answers wrong
+    data = ViewerData([run_dir])
+    key = data.runs[0].key
+    wrong = data.query({"status": "wrong", "limit": "1"})["cases"][0]["case_id"]
+    case = data.case(key, wrong)
+    record = data.record(key, wrong)
+    expected = {f"{q['stage']}/{qid}": q["correct"] for qid, q in record["questions"].items()}
+    assert case["verdicts"] == expected and False in expected.values()
+    facts = case["node_facts"]
+    answered = [e["node"] for e in record["transcript"] if e["kind"] == "answer"]
+    assert answered and all(facts[n]["calls"] >= 1 and facts[n]["seconds"] >= 0 for n in answered)
+    assert case["backends"]["understand"]["params"]["skill"] == "0.4"
+
+
+def test_viewer_files_that_cannot_be_made_never_leave_a_run_unfinished(demo_runs, tmp_path, capsys):
+    import shutil
+
+    from umni.protocols.protocol import get_protocol
+    from umni.reporting.caseindex import INDEX_FILE, write_viewer_files
+    from umni.reporting.leaderboard import TABLES_FILE
+
+    run_dir = tmp_path / "wise-5"
+    shutil.copytree(demo_runs / "wise-5", run_dir)
+    (run_dir / INDEX_FILE).unlink()
+    (run_dir / TABLES_FILE).unlink()
+    summary = json.loads((run_dir / "summary.json").read_text())
+    write_viewer_files(run_dir, get_protocol("wise"), summary | {"scores": "a summary of a shape no table reads"})
+    assert "viewer files left out (AttributeError" in capsys.readouterr().err
+    assert not (run_dir / TABLES_FILE).exists() and (run_dir / INDEX_FILE).exists()  # the other file is still written
+    lines = (run_dir / "results.jsonl").read_text().splitlines()
+    assert len(ViewerData([run_dir]).cases) == len(lines)

@@ -130,6 +130,18 @@ class Protocol(ABC, Generic[CaseT, OptionsT, RecordT, ScoresT]):
         """How a case record appears in the HTML report (the record as results.jsonl holds it)."""
         return []
 
+    def case_score(self, record: RecordT) -> tuple[float, float] | None:
+        """The case's own figure as (points, out of), e.g. 7 of UmniBench's 9 questions, for the
+        viewer's score column. The default counts the report panels judged right among those with a
+        verdict; None when no panel has one. A protocol with a finer per-case score overrides it."""
+        verdicts = [view.verdict for view in self.views(record) if view.verdict is not None]
+        return (float(sum(verdicts)), float(len(verdicts))) if verdicts else None
+
+    def node_verdicts(self, record: RecordT) -> dict[str, bool | None]:
+        """Whether each answering node of the case was right (node id -> verdict; None when not
+        judged), so the viewer's transcript can show a wrong answer as wrong. Default: none known."""
+        return {}
+
     def case_schema(self) -> dict[str, Any]:
         """JSON Schema of one case record as it appears in the protocol's case files."""
         case_type = type(self).__orig_bases__[0].__args__[0]  # type: ignore[attr-defined]

@@ -6,10 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 
-def format_cell(value: Any) -> str:
-    """Table cells as the papers print them: scores to two decimals, missing values as a dash."""
+def format_cell(value: Any, decimals: int = 2) -> str:
+    """Table cells as the papers print them: scores to two decimals (or the `decimals` a paper's
+    table uses, e.g. GIR-Bench's three), missing values as a dash."""
     if value is None:
         return "—"
     if isinstance(value, float):
-        return f"{value:.2f}"
+        return f"{value:.{decimals}f}"
     return str(value)

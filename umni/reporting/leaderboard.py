@@ -41,6 +41,13 @@ class Run:
     summary: dict[str, Any]
     path: Path | None = None
     label: str = ""
+    #: Bootstrap intervals stored in the run's tables.json when it finished (None: none stored,
+    #: compute them; an empty dict: show none rather than compute, as the viewer does).
+    intervals: dict[str, tuple[float, float] | None] | None = None
+
+    def __post_init__(self) -> None:
+        if self.intervals is None and self.path is not None:
+            self.intervals = read_stored_intervals(self.path)
 
     def records(self) -> list[dict[str, Any]]:
         if self.path is None or not (self.path / "results.jsonl").exists():
@@ -126,16 +133,53 @@ def find_summaries(paths: Iterable[Path]) -> list[dict[str, Any]]:
     return [run.summary for run in find_runs(paths)]
 
 
+# ------------------------------------------------------------------------------ stored tables
+TABLES_FILE = "tables.json"
+TABLES_VERSION = 1
+
+
+def write_run_tables(run_dir: Path, summary: dict[str, Any]) -> Path:
+    """Compute the run's leaderboard tables once, bootstrap intervals included, and store them as
+    tables.json beside it: the viewer and later leaderboards read the intervals instead of
+    re-scoring every case hundreds of times."""
+    from umni.store.artifacts import atomic_write_text
+
+    run = Run(summary, run_dir, intervals=None)
+    run.intervals = None  # this run's own tables.json is what is being written: compute afresh
+    intervals = {"overall": bootstrap_headline(run)} if _number(summary.get("scores", {}).get("overall")) is not None else {}
+    run.intervals = intervals
+    tables = [t.to_json() for t in build_tables([run])]
+    path = run_dir / TABLES_FILE
+    atomic_write_text(path, json.dumps({"version": TABLES_VERSION, "intervals": intervals, "tables": tables}, indent=1, ensure_ascii=False))
+    return path
+
+
+def read_stored_intervals(run_dir: Path) -> dict[str, tuple[float, float] | None] | None:
+    """The intervals of the run's tables.json; None when it has none (or one of another version)."""
+    path = run_dir / TABLES_FILE
+    if not path.exists():
+        return None
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+    if not isinstance(data, dict) or data.get("version") != TABLES_VERSION or not isinstance(data.get("intervals"), dict):
+        return None
+    return {k: (tuple(v) if isinstance(v, list) and len(v) == 2 else None) for k, v in data["intervals"].items()}
+
+
 # ----------------------------------------------------------------------------------- coverage
 def run_coverage(summary: dict[str, Any]) -> tuple[Cell, int]:
-    """Nodes that produced a result out of all nodes, and the failed-node count (blocked apart)."""
+    """Nodes that produced a result out of all nodes, and the failed-node count (blocked apart).
+    Nodes a ``--phase`` run left pending are not answered (and not failed either)."""
     failures = summary.get("failures", {})
     failed = sum(v for k, v in failures.items() if k != "blocked" and isinstance(v, int))
     blocked = failures.get("blocked", 0) or 0
     nodes = summary.get("counts", {}).get("nodes") or 0
     skipped = summary.get("counts", {}).get("skipped", 0) or 0
+    pending = summary.get("counts", {}).get("pending", 0) or 0
     total = max(nodes - skipped, 0)
-    return Cell(None, max(total - failed - blocked, 0), total, coverage_only=True), failed
+    return Cell(None, max(total - failed - blocked - pending, 0), total, coverage_only=True), failed
 
 
 def failure_share(summary: dict[str, Any]) -> float:
@@ -147,8 +191,10 @@ def failure_share(summary: dict[str, Any]) -> float:
 def coverage_line(summary: dict[str, Any]) -> str:
     """`answered/total nodes` for CLI summaries and reports, flagged when incomplete."""
     cell, failed = run_coverage(summary)
+    pending = summary.get("counts", {}).get("pending", 0) or 0
+    left = f", {pending} pending (left for another --phase)" if pending else ""
     flag = " — INCOMPLETE: scores computed on partial coverage" if cell.incomplete else ""
-    return f"coverage: {cell.answered}/{cell.total} nodes answered, {failed} failed{flag}"
+    return f"coverage: {cell.answered}/{cell.total} nodes answered, {failed} failed{left}{flag}"
 
 
 # ------------------------------------------------------------------------------------ bootstrap
@@ -160,6 +206,8 @@ def bootstrap_headline(run: Run, key: str = "overall") -> tuple[float, float] | 
     """
     from umni.protocols.protocol import get_protocol
 
+    if run.intervals is not None:
+        return run.intervals.get(key)
     records = run.records()
     if len(records) < 2:
         return None
@@ -302,7 +350,28 @@ def _aegis(runs: list[Run], with_ci: bool) -> list[Table]:
             if task == "overall" and with_ci and row.get("overall") is not None:
                 overall.ci = bootstrap_headline(run)
             table.rows.append(Row(run.label, [run.label, task], [Cell(row.get(g)) for g in groups] + [overall], coverage, failed))
-    return [table]
+
+    def paper(run: Run) -> list[Cell]:
+        main = run.summary["scores"].get("main_table", {})
+        out = [Cell(main.get(task, {}).get(g), decimals=1) for task, _ in AEGIS_PAPER_TASKS for g in groups]
+        whole = main.get("overall", {})
+        scored = whole.get("scored")
+        total = (scored or 0) + (whole.get("inference_failures") or 0) + (whole.get("evaluation_failures") or 0) if scored is not None else None
+        headline = _headline(run, with_ci, scored, total)
+        headline.decimals = 1
+        return out + [headline]
+
+    columns = [name for _ in AEGIS_PAPER_TASKS for name in AEGIS_PAPER_GROUPS] + ["Overall"]
+    main_table = _rows_table("AEGIS · main table (paper layout)", "aegis", runs, columns, paper, sort_on=len(columns) - 1,
+                             note="one row per model: each task by domain group, then Overall with its 95 % bootstrap interval")
+    main_table.groups = [[title, len(groups)] for _, title in AEGIS_PAPER_TASKS]
+    return [main_table, table]
+
+
+#: The paper's main table: tasks as column groups (umni key, the paper's title), domain groups inside.
+AEGIS_PAPER_TASKS = [("understanding", "Understanding"), ("generation", "Generation"), ("editing", "Editing"),
+                     ("interleaved", "Interleaved Generation")]
+AEGIS_PAPER_GROUPS = ["STEM", "Humanity", "Life"]
 
 
 def _wise(runs: list[Run], with_ci: bool) -> list[Table]:
@@ -313,11 +382,20 @@ def _wise(runs: list[Run], with_ci: bool) -> list[Table]:
         scored, failed = s.get("scored_by_category", {}), s.get("failed_by_category", {})
         out = [Cell(s.get(c), scored.get(c), (scored.get(c) or 0) + (failed.get(c) or 0)) if c in scored else Cell(s.get(c)) for c in cats]
         expected = s.get("expected") or ((s.get("scored") or 0) + (s.get("failed") or 0))
-        return out + [_headline(run, with_ci, s.get("scored"), expected)]
+        headline = _headline(run, with_ci, s.get("scored"), expected)
+        unscored = [c for c in cats if s.get(c) is None]
+        if headline.value is None and unscored:
+            headline.reason = f"no score for {', '.join(unscored)}: Overall weights all six categories"
+        return out + [headline]
 
     metric = {r.summary["scores"].get("metric", "score") for r in runs}
-    return [_rows_table(f"WISE · categories ({'/'.join(sorted(metric))})", "wise", runs, [c.capitalize() for c in cats] + ["Overall"], cells,
+    names = [WISE_COLUMNS.get(c, c.capitalize()) for c in cats]
+    return [_rows_table(f"WISE · categories ({'/'.join(sorted(metric))})", "wise", runs, names + ["Overall"], cells,
                         sort_on=len(cats))]
+
+
+#: WISE category keys under the names of the paper's Table 1.
+WISE_COLUMNS = {"culture": "Cultural"}
 
 
 def _girbench(runs: list[Run], with_ci: bool) -> list[Table]:
@@ -335,8 +413,38 @@ def _girbench(runs: list[Run], with_ci: bool) -> list[Table]:
         return out + [_headline(run, with_ci, answered, total)]
 
     names = [GIR_TASKS.get(m, m) for m in metrics]
-    return [_rows_table("GIR-Bench · tasks", "girbench", runs, [*names, "Overall"], cells, sort_on=len(metrics),
-                        note="Overall averages the tasks that were run (scores.overall_of)")]
+    tasks = _rows_table("GIR-Bench · tasks", "girbench", runs, [*names, "Overall"], cells, sort_on=len(metrics),
+                        note="Overall averages the tasks that were run (scores.overall_of)")
+    for row in tasks.rows:
+        for cell in row.cells:
+            cell.decimals = 3
+
+    def paper(run: Run) -> list[Cell]:
+        ms = run.summary["scores"].get("metrics", {})
+        out: list[Cell] = []
+        for _, keys in GIR_PAPER_GROUPS:
+            part = [Cell(ms[k].get("score"), ms[k].get("scored"), ms[k].get("cases"), decimals=3) if k in ms else Cell(None, decimals=3) for k in keys]
+            values = [_number(c.value) for c in part]
+            overall = Cell(None, decimals=3)
+            if all(v is not None for v in values):
+                overall = Cell(sum(v for v in values if v is not None) / len(values), sum(c.answered or 0 for c in part),
+                               sum(c.total or 0 for c in part), decimals=3)
+            elif any(v is not None for v in values):
+                overall.reason = "needs all three tasks of the group"
+            out += part + [overall]
+        return out
+
+    columns = [GIR_PAPER_NAMES[k] for _, keys in GIR_PAPER_GROUPS for k in [*keys, "overall"]]
+    t2i_edit = _rows_table("GIR-Bench · T2I and Edit (paper Table 2)", "girbench", runs, columns, paper, sort_on=7,
+                           note="each group's Overall is the mean of its three tasks, as in the paper's table")
+    t2i_edit.groups = [[name, len(keys) + 1] for name, keys in GIR_PAPER_GROUPS]
+    return [tasks, t2i_edit]
+
+
+#: The paper's Table 2: GIR-Bench-T2I and GIR-Bench-Edit, three tasks and an Overall each.
+GIR_PAPER_GROUPS = [("GIR-Bench-T2I", ["numerical", "spatial", "text"]), ("GIR-Bench-Edit", ["puzzle", "sudoku", "perception"])]
+GIR_PAPER_NAMES = {"numerical": "Numerical Reasoning", "spatial": "Spatial Layout", "text": "Text Rendering", "puzzle": "Visual Puzzle",
+                   "sudoku": "Visual Logic", "perception": "Reasoning Perception", "overall": "Overall"}
 
 
 #: GIR-Bench metric keys as the paper's table groups them (Uni, T2I, Edit).

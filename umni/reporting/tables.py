@@ -1,8 +1,10 @@
 """A leaderboard table as data (cells that carry their coverage and interval, rows, titles and
-notes) and its three renderings: markdown, the tidy long CSV (one row per run x metric) and JSON."""
+notes) and its renderings: Markdown, LaTeX, CSV as laid out, the tidy long CSV (one row per run x metric) and JSON."""
 
 from __future__ import annotations
 
+import csv
+import io
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,6 +22,10 @@ class Cell:
     ci: tuple[float, float] | None = None
     #: a coverage cell (no score of its own): printed as `answered/total`
     coverage_only: bool = False
+    #: why a cell has no value, when the reader could not tell (printed beside the dash)
+    reason: str | None = None
+    #: decimals the paper's table prints this score with
+    decimals: int = 2
 
     @property
     def incomplete(self) -> bool:
@@ -28,9 +34,11 @@ class Cell:
     def text(self) -> str:
         if self.value is None and self.ci is None and self.answered is not None and self.total is not None and self.coverage_only:
             return f"{self.answered}/{self.total}" + ("*" if self.incomplete else "")
-        text = format_cell(self.value)
+        text = format_cell(self.value, self.decimals)
+        if self.value is None and self.reason:
+            text += f" ({self.reason})"
         if self.ci is not None:
-            text += f" [{format_cell(self.ci[0])}, {format_cell(self.ci[1])}]"
+            text += f" [{format_cell(self.ci[0], self.decimals)}, {format_cell(self.ci[1], self.decimals)}]"
         if self.answered is not None and self.total is not None:
             text += f" ({self.answered}/{self.total})"
         if self.incomplete and self.value is not None:
@@ -57,10 +65,19 @@ class Table:
     columns: list[str]
     rows: list[Row] = field(default_factory=list)
     note: str = ""
+    #: column groups over the score columns as the paper heads them: [name, how many columns]
+    groups: list[list[Any]] = field(default_factory=list)
+
+    def _headers(self) -> list[str]:
+        """Score column names, each prefixed by its group's name when the table has groups."""
+        if not self.groups:
+            return list(self.columns)
+        owners = [name for name, span in self.groups for _ in range(int(span))]
+        return [f"{owner} · {column}" for owner, column in zip(owners, self.columns)] + self.columns[len(owners):]
 
     def markdown(self) -> str:
         """GitHub Markdown; always a valid table (escaped cells, a row even when no run has scores)."""
-        header = [*self.key_columns, *self.columns, "coverage", "failures"]
+        header = [*self.key_columns, *self._headers(), "coverage", "failures"]
         lines = [f"### {_md(self.title)}", "", "| " + " | ".join(_md(h) for h in header) + " |", "|" + "---|" * len(header)]
         for row in self.rows:
             cells = [*row.keys, *(c.text() for c in row.cells), row.coverage.text(), str(row.failures)]
@@ -72,9 +89,49 @@ class Table:
             notes.insert(0, self.note)
         return "\n".join([*lines, "", *(_md(n, table=False) for n in notes)])
 
+    def latex(self) -> str:
+        """A booktabs tabular to paste into a paper: names left, numbers right, the interval and
+        (answered/total) beside each score as in the Markdown, ``*`` for incomplete coverage."""
+        header = [*self.key_columns, *self.columns, "coverage", "failures"]
+        spec = "l" * len(self.key_columns) + "r" * (len(header) - len(self.key_columns))
+        lines = ["% " + _tex(self.title), "\\begin{tabular}{" + spec + "}", "\\toprule"]
+        if self.groups:
+            spans, rules, start = [""] * len(self.key_columns), [], len(self.key_columns) + 1
+            for name, span in self.groups:
+                spans.append(f"\\multicolumn{{{span}}}{{c}}{{{_tex(name)}}}")
+                rules.append(f"\\cmidrule(lr){{{start}-{start + int(span) - 1}}}")
+                start += int(span)
+            lines += [" & ".join(spans) + " & & \\\\", " ".join(rules)]
+        lines += [" & ".join(_tex(h) for h in header) + " \\\\", "\\midrule"]
+        for row in self.rows:
+            cells = [*row.keys, *(c.text() for c in row.cells), row.coverage.text(), str(row.failures)]
+            lines.append(" & ".join(_tex(c) for c in cells) + " \\\\")
+        lines += ["\\bottomrule", "\\end{tabular}"]
+        if self.note:
+            lines.append("% " + _tex(self.note))
+        return "\n".join(lines)
+
+    def csv(self) -> str:
+        """The table as laid out (one row per table row), values only: intervals and coverage in
+        their own columns. The tidy one-row-per-metric CSV is `long_rows`."""
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow([f"# {self.title}"])
+        head = list(self.key_columns)
+        for column in self.columns:
+            head += [column, f"{column} ci_low", f"{column} ci_high", f"{column} answered", f"{column} total"]
+        writer.writerow(head + ["coverage answered", "coverage total", "failures"])
+        for row in self.rows:
+            values: list[Any] = list(row.keys)
+            for c in row.cells:
+                values += [_csv(c.value), _csv(c.ci[0] if c.ci else None), _csv(c.ci[1] if c.ci else None), _csv(c.answered), _csv(c.total)]
+            writer.writerow(values + [_csv(row.coverage.answered), _csv(row.coverage.total), row.failures])
+        return buffer.getvalue().rstrip("\n")
+
     def to_json(self) -> dict[str, Any]:
         def cell(c: Cell) -> dict[str, Any]:
-            return {"value": c.value, "answered": c.answered, "total": c.total, "ci": list(c.ci) if c.ci else None, "incomplete": c.incomplete}
+            return {"value": c.value, "answered": c.answered, "total": c.total, "ci": list(c.ci) if c.ci else None, "incomplete": c.incomplete,
+                    "reason": c.reason, "decimals": c.decimals}
 
         return {
             "title": self.title,
@@ -82,6 +139,7 @@ class Table:
             "key_columns": self.key_columns,
             "columns": self.columns,
             "note": self.note,
+            "groups": self.groups,
             "rows": [
                 {"run": r.run, "keys": r.keys, "cells": [cell(c) for c in r.cells], "coverage": cell(r.coverage), "failures": r.failures}
                 for r in self.rows
@@ -103,6 +161,15 @@ LONG_HEADER = ["protocol", "table", "run", "metric", "value", "answered", "total
 
 def _csv(value: Any) -> Any:
     return "" if value is None else value
+
+
+_TEX = {"\\": "\\textbackslash{}", "&": "\\&", "%": "\\%", "$": "\\$", "#": "\\#", "_": "\\_", "{": "\\{", "}": "\\}",
+        "~": "\\textasciitilde{}", "^": "\\textasciicircum{}", "*": "$^{*}$", "\n": " ", "\r": " "}
+
+
+def _tex(text: Any) -> str:
+    """Text safe inside a LaTeX tabular cell (a run label may hold _ & % #)."""
+    return "".join(_TEX.get(ch, ch) for ch in str(text))
 
 
 def _md(text: Any, *, table: bool = True) -> str:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from umni.protocols.protocol import Protocol
+from umni.reporting.caseindex import write_viewer_files
 from umni.reporting.report import write_report
 from umni.store.artifacts import BlobStore, atomic_write_text, canonical_json, fingerprint
 from umni.store.cache import RunStore
@@ -79,6 +80,7 @@ class RunDir:
             atomic_write_text(self.path / "results.jsonl", lines)
             atomic_write_text(self.path / "summary.json", json.dumps(summary, indent=2, ensure_ascii=False))
             write_report(self.path, protocol, summary, records, blobs)
+            write_viewer_files(self.path, protocol, summary)  # tables.json and the viewer's case index
         mark_complete(self.path)
 
 

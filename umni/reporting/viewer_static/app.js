@@ -3,7 +3,7 @@
 "use strict";
 
 const PAGE = 50;
-const state = { index: null, tables: null, page: 0, filters: { wrong: false, failed: false, category: "", run: "", q: "" }, selected: null };
+const state = { index: null, tables: null, page: 0, filters: { wrong: false, failed: false, category: "", run: "", q: "", failure: "", sort: "", max: "" }, selected: null };
 
 function el(tag, attrs, ...children) {
   const node = document.createElement(tag);
@@ -20,16 +20,22 @@ function el(tag, attrs, ...children) {
   return node;
 }
 
-function fmt(v) {
+function fmt(v, decimals) {
   if (v === null || v === undefined) return "—";
-  if (typeof v === "number") return v.toFixed(2);
+  if (typeof v === "number") return v.toFixed(decimals === undefined ? 2 : decimals);
   return String(v);
 }
 
+let pending = 0;
 async function getJSON(url) {
-  const r = await fetch(url);
-  if (!r.ok) throw new Error(url + ": " + r.status);
-  return r.json();
+  document.body.dataset.busy = String(++pending);
+  try {
+    const r = await fetch(url);
+    if (!r.ok) throw new Error(url + ": " + r.status);
+    return await r.json();
+  } finally {
+    document.body.dataset.busy = String(--pending);
+  }
 }
 
 function thumb(sha, alt) {
@@ -50,8 +56,9 @@ function cellNode(c) {
     td.append(c.answered + "/" + c.total);
     return td;
   }
-  td.append(fmt(c.value));
-  if (c.ci) td.append(" ", el("span", { class: "ci" }, "[" + fmt(c.ci[0]) + ", " + fmt(c.ci[1]) + "]"));
+  td.append(fmt(c.value, c.decimals));
+  if (c.value === null && c.reason) { td.title = c.reason; td.append(" ", el("span", { class: "reason muted" }, "(" + c.reason + ")")); }
+  if (c.ci) td.append(" ", el("span", { class: "ci" }, "[" + fmt(c.ci[0], c.decimals) + ", " + fmt(c.ci[1], c.decimals) + "]"));
   if (c.answered !== null && c.total !== null) td.append(" ", el("span", { class: "cov" }, "(" + c.answered + "/" + c.total + ")"));
   if (c.incomplete && c.value !== null) td.append(el("span", { class: "warn" }, "*"));
   return td;
@@ -65,15 +72,18 @@ function tableNode(t) {
       el("td", { class: r.failures ? "bad" : null }, String(r.failures)));
   });
   if (!rows.length) rows.push(el("tr", {}, el("td", { colspan: t.key_columns.length + t.columns.length + 2 }, "no runs")));
+  const groups = (t.groups || []).length ? el("tr", { class: "groups" }, el("th", { colspan: t.key_columns.length }),
+    t.groups.map(([name, span]) => el("th", { colspan: span, class: "group" }, name)),
+    el("th", { colspan: t.columns.length - t.groups.reduce((n, g) => n + g[1], 0) + 2 })) : null;
   return el("div", { class: "lb-block", "data-protocol": t.protocol },
-    el("h3", {}, t.title), el("table", { class: "lb" }, head, rows),
+    el("h3", {}, t.title), el("table", { class: "lb" }, groups, head, rows),
     t.note ? el("p", { class: "note" }, t.note) : null);
 }
 
 async function renderTables(protocol) {
   const app = document.getElementById("app");
   if (!state.tables) {
-    app.replaceChildren(el("p", { class: "muted" }, "Computing the leaderboards (bootstrap intervals)…"));
+    app.replaceChildren(el("p", { class: "muted" }, "Loading the leaderboards…"));
     state.tables = await getJSON("api/tables.json");
   }
   if (!location.hash.slice(1).startsWith("tables") && location.hash !== "") return;  // the user moved on meanwhile
@@ -89,55 +99,103 @@ async function renderTables(protocol) {
 }
 
 // ------------------------------------------------------------------------------------ cases
-function filtered() {
-  const f = state.filters, q = f.q.trim().toLowerCase();
-  return state.index.cases.filter(c => {
-    if (f.failed && !f.wrong && c[3] !== "failed") return false;
-    if (f.wrong && !f.failed && c[3] !== "wrong") return false;
-    if (f.wrong && f.failed && c[3] === "ok") return false;
-    if (f.category && c[2] !== f.category) return false;
-    if (f.run !== "" && String(c[0]) !== f.run) return false;
-    if (q && !(c[1].toLowerCase().includes(q) || c[4].includes(q) || c[2].toLowerCase().includes(q))) return false;
-    return true;
-  });
+// The server filters, searches and sorts; the page asks for one page at a time.
+let listSeq = 0;
+
+function caseHash(run, id) { return "#case/" + encodeURIComponent(run) + "/" + encodeURIComponent(id); }
+
+function queryString() {
+  const f = state.filters, p = new URLSearchParams();
+  const statuses = [f.wrong ? "wrong" : "", f.failed ? "failed" : ""].filter(Boolean);
+  if (statuses.length) p.set("status", statuses.join(","));
+  if (f.category) p.set("category", f.category);
+  if (f.run) p.set("run", f.run);
+  if (f.failure) p.set("failure", f.failure);
+  if (f.sort) p.set("sort", f.sort);
+  if (f.q.trim()) p.set("q", f.q.trim());
+  if (f.max !== "") p.set("max", f.max);
+  p.set("offset", String(state.page * PAGE));
+  p.set("limit", String(PAGE));
+  return p.toString();
 }
 
-function renderCaseList() {
+function scoreText(c) { return c.out_of ? (Number.isInteger(c.score) ? c.score : c.score.toFixed(2)) + "/" + c.out_of : ""; }
+
+async function renderCaseList() {
   const list = document.getElementById("case-list");
-  const all = filtered();
-  const pages = Math.max(1, Math.ceil(all.length / PAGE));
-  state.page = Math.min(state.page, pages - 1);
-  const shown = all.slice(state.page * PAGE, (state.page + 1) * PAGE);
-  list.replaceChildren(...shown.map(c => {
-    const run = state.index.runs[c[0]];
-    const cls = c[3] === "failed" ? "bad" : c[3] === "wrong" ? "warn" : "ok";
-    const selected = state.selected && state.selected[0] === c[0] && state.selected[1] === c[1];
-    return el("li", { class: selected ? "selected" : null, "data-case": c[1], "data-run": c[0], "data-protocol": run.protocol, onclick: () => { location.hash = "#case/" + c[0] + "/" + encodeURIComponent(c[1]); } },
-      el("span", {}, el("b", {}, c[1]), " ", el("span", { class: "muted" }, c[2])),
-      el("span", { class: "muted run-label", title: run.label }, run.label), el("span", { class: "badge " + cls }, c[3]));
+  if (!list) return;
+  const seq = ++listSeq;
+  const got = await getJSON("api/cases?" + queryString());
+  if (seq !== listSeq) return;  // a later query is on its way
+  const pages = Math.max(1, Math.ceil(got.total / PAGE));
+  if (state.page > pages - 1) { state.page = pages - 1; return renderCaseList(); }
+  const runs = state.runsByKey;
+  list.replaceChildren(...got.cases.map(c => {
+    const run = runs[c.run];
+    const cls = c.status === "failed" ? "bad" : c.status === "wrong" ? "warn" : "ok";
+    const selected = state.selected && state.selected[0] === c.run && state.selected[1] === c.case_id;
+    return el("li", { class: selected ? "selected" : null, "data-case": c.case_id, "data-run": c.run, "data-protocol": run.protocol, "data-score": c.out_of ? String(c.score / c.out_of) : null,
+      onclick: () => { location.hash = caseHash(c.run, c.case_id); } },
+      el("span", {}, el("b", {}, c.case_id), " ", el("span", { class: "muted" }, c.category)),
+      el("span", { class: "muted run-label", title: run.dir || run.label }, run.key),
+      el("span", { class: "score", title: "the protocol's own per-case score" }, scoreText(c)),
+      c.failures.length ? el("span", { class: "kinds bad", title: "failure kinds" }, c.failures.join(", ")) : null,
+      el("span", { class: "badge " + cls }, c.status));
   }));
-  document.getElementById("count").textContent = all.length + " of " + state.index.cases.length + " cases";
+  document.getElementById("count").textContent = got.total + " of " + state.index.total + " cases";
   document.getElementById("page").textContent = "page " + (state.page + 1) + " / " + pages;
+  list.dataset.query = queryString();
+}
+
+function syncRunSelect() {
+  const select = document.getElementById("f-run");
+  if (select) select.value = state.filters.run;
 }
 
 function renderCases() {
   const app = document.getElementById("app");
-  if (document.getElementById("case-list")) { renderCaseList(); return; }
-  const cats = [...new Set(state.index.cases.map(c => c[2]).filter(Boolean))].sort();
+  if (document.getElementById("case-list")) return renderCaseList();
   const f = state.filters;
-  const onChange = () => { state.page = 0; renderCaseList(); };
+  const onChange = () => { state.page = 0; return renderCaseList(); };
+  let timer = null;
   const check = (key, label) => el("label", {}, el("input", { type: "checkbox", id: "f-" + key, checked: f[key], onchange: e => { f[key] = e.target.checked; onChange(); } }), " " + label);
+  const select = (id, key, first, options) => el("select", { id: id, onchange: e => { f[key] = e.target.value; onChange(); } }, el("option", { value: "" }, first), options);
   const filters = el("div", { class: "filters" },
-    el("input", { type: "search", id: "search", placeholder: "search id, prompt, text…", value: f.q, oninput: e => { f.q = e.target.value; onChange(); } }),
+    el("input", { type: "search", id: "search", placeholder: "search every prompt, reply, judge reasoning, failure…", value: f.q,
+      oninput: e => { f.q = e.target.value; clearTimeout(timer); timer = setTimeout(onChange, 150); } }),
     check("wrong", "wrong"), check("failed", "failed"),
-    el("select", { id: "f-category", onchange: e => { f.category = e.target.value; onChange(); } }, el("option", { value: "" }, "all domains/categories"), cats.map(c => el("option", { value: c }, c))),
-    el("select", { id: "f-run", onchange: e => { f.run = e.target.value; onChange(); } }, el("option", { value: "" }, "all runs/models"), state.index.runs.map(r => el("option", { value: String(r.id) }, r.protocol + " · " + r.label))));
+    select("f-failure", "failure", "any failure kind", state.index.failure_kinds.map(k => el("option", { value: k }, k))),
+    select("f-category", "category", "all domains/categories", state.index.categories.map(c => el("option", { value: c }, c))),
+    select("f-run", "run", "all runs/models", state.index.runs.map(r => el("option", { value: r.key }, r.protocol + " · " + r.key + " · " + r.label))),
+    select("f-sort", "sort", "sort: as run", [el("option", { value: "-score" }, "score, highest first"), el("option", { value: "score" }, "score, lowest first")]),
+    el("label", {}, " score ≤ ", el("input", { type: "number", id: "f-max", min: 0, max: 1, step: 0.05, value: f.max, style: "width:5em",
+      oninput: e => { f.max = e.target.value; onChange(); } })));
   const pager = el("div", { class: "pager" },
     el("button", { id: "prev", onclick: () => { state.page = Math.max(0, state.page - 1); renderCaseList(); } }, "‹ prev"),
     el("span", { id: "page" }), el("button", { id: "next", onclick: () => { state.page += 1; renderCaseList(); } }, "next ›"),
     el("span", { id: "count", class: "muted" }));
   app.replaceChildren(filters, el("div", { class: "layout" }, el("div", {}, pager, el("ul", { class: "case-list", id: "case-list" })), el("div", { class: "detail", id: "detail" }, el("p", { class: "muted" }, "Choose a case."))));
-  renderCaseList();
+  syncRunSelect();
+  return renderCaseList();
+}
+
+// ------------------------------------------------------------------------------------ runs
+function renderRuns() {
+  const app = document.getElementById("app");
+  const byFolder = {};
+  for (const r of state.index.runs) (byFolder[r.folder || ""] = byFolder[r.folder || ""] || []).push(r);
+  const when = t => t ? new Date(typeof t === "number" ? t * 1000 : t).toISOString().slice(0, 16).replace("T", " ") : "";
+  app.replaceChildren(el("h2", {}, "Runs"), ...Object.entries(byFolder).map(([folder, runs]) => el("section", { class: "run-group" },
+    el("h3", {}, folder || "(no folder)", runs.length > 1 ? el("span", { class: "muted" }, " · " + runs.length + " runs") : null),
+    el("table", { class: "lb" },
+      el("tr", {}, ["run (directory)", "protocol", "models", "options", "cases", "coverage", "failed", "overall", "written"].map(h => el("th", {}, h))),
+      runs.map(r => el("tr", { "data-run": r.key },
+        el("td", { class: "key" }, el("a", { href: "#cases", onclick: () => { state.filters.run = r.key; state.page = 0; syncRunSelect(); } }, r.key)),
+        el("td", {}, r.protocol), el("td", {}, r.label),
+        el("td", {}, Object.entries(r.options || {}).map(([k, v]) => k + "=" + (typeof v === "object" ? JSON.stringify(v) : v)).join(", ")),
+        el("td", {}, String(r.cases)), el("td", {}, r.coverage[0] + "/" + r.coverage[1]),
+        el("td", { class: r.failed_nodes ? "bad" : null }, String(r.failed_nodes)), el("td", {}, fmt(r.overall)),
+        el("td", {}, when(r.finished || r.modified))))))));
 }
 
 function panelNode(p) {
@@ -155,7 +213,28 @@ function partNodes(parts) {
   });
 }
 
-function transcriptNode(entries) {
+function backendText(b) {
+  if (!b) return "";
+  const params = Object.entries(b.params || {}).map(([k, v]) => k + "=" + v).join("&");
+  return b.provider + "/" + b.name + (params ? "?" + params : "") + (b.revision ? " (rev " + b.revision + ")" : "");
+}
+
+function factsNode(e, c) {
+  const f = (c.node_facts || {})[e.node] || {};
+  const verdict = (c.verdicts || {})[e.node];
+  const bits = [];
+  if (verdict === true) bits.push(el("span", { class: "ok verdict" }, "right"));
+  if (verdict === false) bits.push(el("span", { class: "bad verdict" }, "wrong"));
+  if (f.cached) bits.push(el("span", { class: "muted" }, "cached"));
+  if (typeof f.seconds === "number") bits.push(el("span", { class: "muted" }, f.seconds.toFixed(2) + " s"));
+  if (f.calls !== undefined && f.calls !== null) bits.push(el("span", { class: "muted" }, f.calls + " call" + (f.calls === 1 ? "" : "s")));
+  if (f.retries) bits.push(el("span", { class: "warn" }, f.retries + " retr" + (f.retries === 1 ? "y" : "ies")));
+  const backend = e.role ? backendText((c.backends || {})[e.role]) : "";
+  if (backend) bits.push(el("span", { class: "muted backend" }, backend));
+  return bits.flatMap(b => [" · ", b]);
+}
+
+function transcriptNode(entries, c) {
   if (!entries) return el("p", { class: "muted" }, "This run's records carry no transcript (made by an older umni); node statuses are listed below.");
   const out = [];
   let group = null;
@@ -165,7 +244,7 @@ function transcriptNode(entries) {
     const cls = e.status === "done" ? "ok" : e.status === "skipped" ? "muted" : "bad";
     const r = e.reply || {};
     out.push(el("details", { class: "node", "data-node": e.node, open: e.kind === "judge" || e.status === "failed" ? true : null },
-      el("summary", {}, el("b", {}, e.node), " · " + e.kind + (e.role ? " (" + e.role + ")" : "") + " · ", el("span", { class: cls }, e.status)),
+      el("summary", {}, el("b", {}, e.node), " · " + e.kind + (e.role ? " (" + e.role + ")" : "") + " · ", el("span", { class: cls }, e.status), factsNode(e, c)),
       e.prompt ? [el("div", { class: "muted" }, "prompt"), partNodes(e.prompt)] : null,
       e.images ? [el("div", { class: "muted" }, "images"), partNodes(e.images)] : null,
       e.inputs ? el("div", { class: "muted" }, "inputs: " + e.inputs.join(", ")) : null,
@@ -184,30 +263,34 @@ function failureNode(f) {
     el("pre", {}, f.message), f.raw ? [el("div", { class: "muted" }, "raw reply"), el("pre", { class: "raw" }, f.raw)] : null);
 }
 
-async function renderCase(runId, caseId) {
+async function renderCase(runKey, caseId) {
+  if (state.filters.run && state.filters.run !== runKey) { state.filters.run = runKey; state.page = 0; }  // the list follows the opened case
   if (!document.getElementById("detail")) renderCases();
-  state.selected = [runId, caseId];
+  syncRunSelect();
+  state.selected = [runKey, caseId];
   renderCaseList();
   const detail = document.getElementById("detail");
   detail.replaceChildren(el("p", { class: "muted" }, "Loading " + caseId + "…"));
-  const c = await getJSON("api/case/" + runId + "/" + encodeURIComponent(caseId));
+  const c = await getJSON("api/case?run=" + encodeURIComponent(runKey) + "&id=" + encodeURIComponent(caseId));
   const compare = c.runs.length > 1 ? el("a", { href: "#compare/" + c.protocol + "/" + encodeURIComponent(caseId), id: "compare-link" }, "compare " + c.runs.length + " runs on this case") : null;
   detail.replaceChildren(el("div", { class: "case-detail", "data-case": c.case_id },
-    el("h2", { id: "case-title" }, c.case_id), el("p", {}, el("span", { class: "muted" }, c.protocol + " · " + c.category + " · "), c.label, " ", compare),
+    el("h2", { id: "case-title" }, c.case_id), el("p", {}, el("span", { class: "muted" }, c.protocol + " · " + c.category + " · "), c.label + " (" + c.run + ")", " ",
+      c.out_of ? el("b", { id: "case-score" }, "score " + scoreText(c)) : null, " ", compare),
     el("div", { class: "panels" }, c.panels.map(panelNode)),
     c.failures.length || c.blocked.length ? el("section", { id: "failures" }, el("h3", {}, "Failures"), c.failures.map(failureNode),
       c.blocked.length ? el("p", { class: "muted" }, "blocked by a failed input: " + c.blocked.join(", ")) : null) : null,
-    el("h3", {}, "Transcript"), transcriptNode(c.transcript),
+    el("h3", {}, "Transcript"), transcriptNode(c.transcript, c),
     el("details", {}, el("summary", {}, "record"), el("pre", {}, JSON.stringify(c.record, null, 1)))));
 }
 
 async function renderCompare(protocol, caseId) {
   const app = document.getElementById("app");
-  const entries = state.index.cases.filter(c => c[1] === caseId && state.index.runs[c[0]].protocol === protocol);
   app.replaceChildren(el("h2", {}, "Compare · " + protocol + " · " + caseId), el("p", {}, el("a", { href: "#cases" }, "‹ back to cases")));
   const grid = el("div", { class: "compare", id: "compare" });
   app.append(grid);
-  const details = await Promise.all(entries.map(e => getJSON("api/case/" + e[0] + "/" + encodeURIComponent(caseId))));
+  const keys = state.index.runs.filter(r => r.protocol === protocol).map(r => r.key);
+  const found = await Promise.all(keys.map(k => fetch("api/case?run=" + encodeURIComponent(k) + "&id=" + encodeURIComponent(caseId)).then(r => r.ok ? r.json() : null)));
+  const details = found.filter(Boolean);
   for (const c of details) {
     grid.append(el("div", { class: "compare-run" }, el("h3", {}, c.label), c.panels.map(panelNode), c.failures.map(failureNode)));
   }
@@ -215,21 +298,23 @@ async function renderCompare(protocol, caseId) {
 
 // ------------------------------------------------------------------------------------ routing
 function route() {
-  const hash = decodeURIComponent(location.hash.slice(1) || "tables");
-  const [view, ...rest] = hash.split("/");
+  const [view, ...rest] = (location.hash.slice(1) || "tables").split("/").map(decodeURIComponent);
   document.getElementById("tab-tables").className = view === "tables" ? "active" : "";
   document.getElementById("tab-cases").className = view === "cases" || view === "case" ? "active" : "";
+  document.getElementById("tab-runs").className = view === "runs" ? "active" : "";
   if (view === "cases") { state.selected = null; renderCases(); }
-  else if (view === "case") renderCase(Number(rest[0]), rest.slice(1).join("/"));
+  else if (view === "case") renderCase(rest[0], rest.slice(1).join("/"));
   else if (view === "compare") renderCompare(rest[0], rest.slice(1).join("/"));
+  else if (view === "runs") renderRuns();
   else renderTables(rest[0] || "");
 }
 
 async function start() {
   state.index = await getJSON("api/index.json");
+  state.runsByKey = Object.fromEntries(state.index.runs.map(r => [r.key, r]));
   const n = state.index.runs.length;
   const left = (state.index.skipped || []).length;
-  document.getElementById("runs-summary").textContent = n + " run" + (n === 1 ? "" : "s") + " · " + state.index.cases.length + " cases" +
+  document.getElementById("runs-summary").textContent = n + " run" + (n === 1 ? "" : "s") + " · " + state.index.total + " cases" +
     (left ? " · " + left + " run(s) still being written, left out: " + state.index.skipped.join(", ") : "");
   document.getElementById("overlay").addEventListener("click", () => { document.getElementById("overlay").hidden = true; });
   window.addEventListener("hashchange", route);

@@ -1,0 +1,140 @@
+"""Benchmark — `umni view` on a large run: start, first page, search, one case, memory.
+
+A real 6-case UmniBench run on the offline `sim/umm` backend is made, then its records are
+replicated (ids and domains renamed, every 10th case given a failed node with a raw reply) into an
+N-case run directory, and the finish step's viewer files (tables.json, the case index) are written
+by `write_viewer_files` as `RunDir.finish` writes them — with `--resamples` bootstrap resamples, as
+the interval is not what is measured here. Then `umni view DIR` runs in its own process, as a user
+starts it, and is measured over HTTP (gzip accepted, as a browser asks):
+
+- seconds until it prints its URL (and the CPU seconds of that start, from /proc);
+- seconds for /api/index.json plus the first page of /api/cases (what the case list shows first);
+- seconds for a search that matches only text deep inside one case (a failure's raw reply);
+- seconds for one case's detail (read at its offset in results.jsonl);
+- the server's peak RSS (VmHWM) after all of it.
+
+Run from the repository root: ``python -m bench.viewer --cases 20000 [--json out.json]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from umni.store.artifacts import atomic_write_text, canonical_json
+
+DOMAINS = ["Spatial", "Plant", "Fluid", "Optics", "Mechanics"]
+
+
+def make_run(root: Path, cases: int) -> Path:
+    """An N-case UmniBench run directory replicated from a real small run."""
+    from umni.run.evaluation import RunRequest, evaluate
+
+    small = root / "small"
+    evaluate(RunRequest(protocol="umnibench", model="sim/umm", limit=6, out=small, cache=root / "cache", progress=False))
+    records = [json.loads(line) for line in (small / "results.jsonl").read_text().splitlines() if line.strip()]
+    big = root / "big"
+    big.mkdir()
+    failed = 0
+    with (big / "results.jsonl").open("w") as handle:
+        for i in range(cases):
+            record = json.loads(json.dumps(records[i % len(records)]))
+            record["case_id"] = f"case-{i:05d}"
+            record["domain"] = DOMAINS[i % len(DOMAINS)]
+            if i % 10 == 0:
+                failed += 1
+                record["nodes"]["generation/Q1"] = {"status": "failed", "failure": {
+                    "kind": "parse", "message": f"no option letter in reply {i}", "attempts": 2, "raw": f"I think maybe the answer is purple {i}"}}
+            handle.write(canonical_json(record) + "\n")
+    summary = json.loads((small / "summary.json").read_text())
+    summary["counts"] = summary["counts"] | {"cases": cases, "nodes": 12 * cases}
+    summary["failures"] = summary["failures"] | {"parse": failed}
+    summary["run_dir"] = str(big)
+    atomic_write_text(big / "summary.json", json.dumps(summary, indent=2))
+    atomic_write_text(big / "run.json", (small / "run.json").read_text())
+    return big
+
+
+def _get(url: str) -> tuple[float, Any]:
+    began = time.perf_counter()
+    request = urllib.request.Request(url, headers={"Accept-Encoding": "gzip"})
+    with urllib.request.urlopen(request, timeout=120) as response:
+        body = response.read()
+        if response.headers.get("Content-Encoding") == "gzip":
+            body = gzip.decompress(body)
+    return time.perf_counter() - began, json.loads(body)
+
+
+def _proc(pid: int) -> tuple[float, float]:
+    """(CPU seconds, peak RSS MiB) of a live process."""
+    import os
+
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    peak = next(int(x.split()[1]) for x in Path(f"/proc/{pid}/status").read_text().splitlines() if x.startswith("VmHWM")) / 1024
+    return cpu, peak
+
+
+def run(*, cases: int, resamples: int = 30) -> dict[str, Any]:
+    from umni.protocols.protocol import get_protocol
+    from umni.reporting import leaderboard
+    from umni.reporting.caseindex import write_viewer_files
+
+    with tempfile.TemporaryDirectory() as tmp:
+        big = make_run(Path(tmp), cases)
+        leaderboard.BOOTSTRAP_RESAMPLES = resamples
+        began = time.perf_counter()
+        write_viewer_files(big, get_protocol("umnibench"), json.loads((big / "summary.json").read_text()))
+        finish_s = time.perf_counter() - began
+        began = time.perf_counter()
+        process = subprocess.Popen([sys.executable, "-m", "umni", "view", str(big)], stdout=subprocess.PIPE, text=True)
+        try:
+            line = process.stdout.readline() if process.stdout else ""
+            start_s = time.perf_counter() - began
+            start_cpu, _ = _proc(process.pid)
+            url = line.split()[2]
+            index_s, _ = _get(url + "api/index.json")
+            page_s, page = _get(url + "api/cases?offset=0&limit=50")
+            last = (cases - 1) // 10 * 10
+            search_s, found = _get(url + f"api/cases?q=purple+{last}")
+            case_s, _ = _get(url + f"api/case?run=big&id=case-{last:05d}")
+            cpu, peak = _proc(process.pid)
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+        return {
+            "name": "viewer", "cases": cases, "results_mib": round((big / "results.jsonl").stat().st_size / 2**20, 1),
+            "finish_step_seconds": round(finish_s, 2), "bootstrap_resamples": resamples,
+            "url_after_seconds": round(start_s, 2), "start_cpu_seconds": round(start_cpu, 2),
+            "first_page_seconds": round(index_s + page_s, 3), "first_page_cases": len(page["cases"]),
+            "search_seconds": round(search_s, 3), "search_hits": found["total"], "case_seconds": round(case_s, 3),
+            "server_cpu_seconds": round(cpu, 2), "peak_rss_mib": round(peak),
+        }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--cases", type=int, default=20_000)
+    parser.add_argument("--resamples", type=int, default=30)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args(argv)
+    from .machine import machine
+
+    result = run(cases=args.cases, resamples=args.resamples) | {"machine": machine()}
+    text = json.dumps(result, indent=2)
+    print(text)
+    if args.json:
+        args.json.write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
