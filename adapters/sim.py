@@ -233,7 +233,7 @@ class SimBackend(Backend):
         if spec.name != MODEL_NAME:
             raise ConfigError(
                 f"backend spec '{spec}': sim/{MODEL_NAME} is the only sim model (got sim/{spec.name}); "
-                f"use sim/{MODEL_NAME}?skill=0.8&seed=1 and similar to vary it"
+                f"use 'sim/{MODEL_NAME}?skill=0.8&seed=1' (quoted in a shell) and similar to vary it"
             )
         self.settings: SimParams = self.params
         self._attempts: dict[bytes, int] = {}

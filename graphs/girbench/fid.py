@@ -16,10 +16,11 @@ into the torch hub cache); a path loads a local copy of that file. `write_random
 randomly initialised file of the same shape, for offline tests and dry runs.
 
 **Import without torchvision.** torch-fidelity's package ``__init__`` imports every feature
-extractor it ships, and the CLIP/VGG/DINOv2 ones import torchvision, which does not load beside
-umni's torch. The InceptionV3 extractor itself needs only torch, so `_import_fid` registers the
+extractor it ships, and the CLIP/VGG/DINOv2 ones import torchvision. The `girbench` extra installs a
+torchvision built for the installed torch, and then nothing here changes anything; where torchvision
+is absent or was built for another torch (it then fails to import), `_import_fid` registers the
 torch-fidelity package without running its ``__init__`` before torchmetrics imports the InceptionV3
-module from it. When torchvision does import, nothing is changed.
+module, which needs only torch.
 """
 
 from __future__ import annotations
@@ -64,8 +65,8 @@ def _import_fid() -> Any:
 def _require_torch_fidelity() -> None:
     if "torch_fidelity" not in sys.modules and importlib.util.find_spec("torch_fidelity") is None:
         raise ModuleNotFoundError(
-            "torch-fidelity (torchmetrics' InceptionV3) is not installed: pip install --no-deps torch-fidelity "
-            "(without --no-deps pip also installs torchvision, which does not load beside this torch)",
+            "torch-fidelity (torchmetrics' InceptionV3) is not installed: pip install 'umni[girbench]' "
+            "(with the torchvision built for your torch, e.g. torch==2.14.1 torchvision==0.29.1)",
             name="torch_fidelity",
         )
 

@@ -302,9 +302,9 @@ def test_no_scorable_task_exits_2(tmp_path, capsys):
 # Visual Puzzle: torchmetrics' InceptionV3 FID, as the official code calls it
 
 
-#: torch-fidelity is installed with --no-deps (its torchvision requirement does not load beside torch
-#: 2.13); where it is absent the tests that need its InceptionV3 say so and skip.
-NEEDS_TORCH_FIDELITY = "pip install --no-deps torch-fidelity"
+#: torch-fidelity comes with the `girbench` and `all` extras; where it is absent the tests that need its
+#: InceptionV3 say so and skip.
+NEEDS_TORCH_FIDELITY = "pip install 'umni[girbench]'"
 
 
 def require_torch_fidelity() -> None:
