@@ -135,3 +135,43 @@ def test_vlm_grounding_batches_and_matches_alone(tiny: Callable[[str], Path]) ->
 
     alone, together = _alone_and_together(model, [settle(call) for call in calls])
     assert together == alone
+
+
+def test_omnigen_edits_with_several_images_batch_and_match_alone(tiny: Callable[[str], Path]) -> None:
+    """OmniGen takes a list of input images per prompt: edits with two images each share one call,
+    every image seeded by its own generator, and each equals the edit made alone."""
+    from umni_adapters.diffusion import DiffusersBackend
+
+    model = DiffusersBackend(Spec.parse(f"diffusers/{tiny('omnigen')}?steps=1&batch_size=3"))
+    anyio.run(model.start)
+    requests = [([_noise(2 * i, (32, 32)), _noise(2 * i + 1, (32, 32))], f"swap the objects {i}") for i in range(3)]
+    calls = [lambda images=images, text=text, seed=seed: model.edit(images, text, seed=seed)
+             for seed, (images, text) in enumerate(requests)]
+    alone = [anyio.run(call) for call in calls]
+    before = len(model.pipeline.batcher.stats.sizes)
+    together = anyio.run(_together, calls)
+    assert model.pipeline.batcher.stats.sizes[before:] == [3]
+    for one, batched in zip(alone, together):
+        difference = np.abs(np.asarray(one.image, dtype=int) - np.asarray(batched.image, dtype=int))
+        assert difference.max() <= 1  # one 8-bit step where a batched kernel rounds differently
+    assert np.asarray(alone[0].image).tobytes() != np.asarray(alone[1].image).tobytes()
+
+
+def test_longcat_image_batches_without_prompt_rewrite_only(tiny: Callable[[str], Path]) -> None:
+    """Without the rewrite LongCat-Image images batch and equal their single images; with it (the
+    pipeline's default) every image is made alone, since the rewrite pads a batch of prompts."""
+    from umni_adapters.diffusion import DiffusersBackend
+
+    for rewrite, sizes in (("false", [3]), ("true", [1, 1, 1])):
+        spec = f"diffusers/{tiny('longcat_image')}?steps=1&width=32&height=32&batch_size=3&prompt_rewrite={rewrite}"
+        model = DiffusersBackend(Spec.parse(spec))
+        anyio.run(model.start)
+        calls = [lambda prompt=prompt, seed=seed, model=model: model.generate([prompt], seed=seed)
+                 for seed, prompt in enumerate(PROMPTS[:3])]
+        alone = [anyio.run(call) for call in calls]
+        before = len(model.pipeline.batcher.stats.sizes)
+        together = anyio.run(_together, calls)
+        assert model.pipeline.batcher.stats.sizes[before:] == sizes
+        for one, batched in zip(alone, together):
+            difference = np.abs(np.asarray(one.image, dtype=int) - np.asarray(batched.image, dtype=int))
+            assert difference.max() <= 1
