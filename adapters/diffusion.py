@@ -22,9 +22,15 @@ backend instance naming the same model, revision, dtype and device.
 
 Parameters that change outputs (and so the backend identity): ``steps``, ``guidance``,
 ``image_guidance`` (InstructPix2Pix only), ``strength`` (FLUX Fill only), ``width``, ``height``,
-``revision``, ``device``, ``dtype``. Operational ones: ``batch_size`` (images per pipeline call;
+``revision``, ``device``, ``dtype``, ``prompt_rewrite`` (LongCat-Image only). Operational ones: ``batch_size`` (images per pipeline call;
 default 4 on CUDA, 1 elsewhere), ``concurrency`` (requests the engine may have in flight; default twice the batch size
 so the next batch fills while one runs), ``timeout``, ``max_retries``.
+
+LongCat-Image rewrites every prompt with its own text model before drawing
+(``enable_prompt_rewrite``, on by default in diffusers). umni keeps the model's default, so the
+model draws what its authors' pipeline draws, and writes ``prompt_rewrite`` into the identity
+either way; ``prompt_rewrite=false`` makes it draw the benchmark's prompt as given, as every other
+model here does. With the rewrite on, LongCat-Image images are made one per call.
 
 Every image gets its own seeded CPU ``torch.Generator``, so an image depends on its prompt, seed and
 parameters only, never on which other requests shared its batch.
@@ -63,7 +69,10 @@ class PipelineKind:
     ``edit_input`` says how an edit passes its image(s): ``instruct`` (one image to change, as in
     InstructPix2Pix), ``reference`` (the image conditions the result, as in Kontext), ``multi``
     (a list of reference images per prompt), ``fill`` (inpainting with a mask over everything).
-    ``batch_edits`` is True only where batched edits are known to work; other edits run one per call.
+    ``batch_edits`` is True only where batched edits are known to work and proven equal to single
+    ones in tests; other edits run one per call. Of the ``multi`` classes only OmniGen takes a list of
+    images per prompt; FLUX.2 and Qwen-Image-Edit-Plus take one image list for a whole call, so a
+    batch would condition every prompt on every request's images.
     ``guidance_arg`` is the call argument ``guidance`` maps to; ``negative_prompt`` is passed where
     the model's classifier-free guidance only runs when one is given (Qwen-Image).
     ``area_arg`` names the argument that really sets the output area where the class rescales
@@ -72,6 +81,8 @@ class PipelineKind:
     ``image_arg`` is the call argument the edit image(s) go to (OmniGen's ``input_images``);
     ``image_list`` passes a list even for one image; ``image_tag`` is the text the prompt must hold
     for each image (``{n}`` counts from 1) where the model reads images only through such tags.
+    ``rewrite_arg`` names the switch of a class that rewrites every prompt with its own text model
+    before drawing (LongCat-Image's ``enable_prompt_rewrite``), ``rewrite_default`` its default.
     """
 
     roles: frozenset[str]
@@ -86,6 +97,8 @@ class PipelineKind:
     image_arg: str = "image"
     image_list: bool = False
     image_tag: str | None = None
+    rewrite_arg: str | None = None
+    rewrite_default: bool = False
 
 
 _T2I = PipelineKind(roles=frozenset({GENERATE}), auto_text2image=True)
@@ -142,6 +155,7 @@ PIPELINE_KINDS: dict[str, PipelineKind] = {
     "OmniGenPipeline": PipelineKind(
         roles=frozenset({GENERATE, EDIT}),
         edit_input="multi",
+        batch_edits=True,
         image_arg="input_images",
         image_list=True,
         image_tag="<img><|image_{n}|></img>",
@@ -149,7 +163,9 @@ PIPELINE_KINDS: dict[str, PipelineKind] = {
     "HunyuanImagePipeline": PipelineKind(
         roles=frozenset({GENERATE}), guidance_arg="distilled_guidance_scale"
     ),
-    "LongCatImagePipeline": PipelineKind(roles=frozenset({GENERATE})),
+    "LongCatImagePipeline": PipelineKind(
+        roles=frozenset({GENERATE}), rewrite_arg="enable_prompt_rewrite", rewrite_default=True
+    ),
     "LongCatImageEditPipeline": PipelineKind(roles=frozenset({EDIT}), edit_input="reference"),
     "GlmImagePipeline": PipelineKind(roles=frozenset({GENERATE, EDIT}), edit_input="multi"),
     "QwenImage21Pipeline": PipelineKind(
@@ -206,6 +222,9 @@ class DiffusersParams(BackendParams):
     revision: str | None = Field(None, description="hub branch, tag or commit")
     device: str | None = Field(None, description="cpu, cuda, cuda:N or mps")
     dtype: str | None = Field(None, description="bf16, fp16 or fp32")
+    prompt_rewrite: bool | None = Field(
+        None, description="LongCat-Image: let the pipeline rewrite each prompt with its text model first"
+    )
 
     @field_validator("dtype")
     @classmethod
@@ -391,10 +410,12 @@ class LoadedPipeline:
         style = self.kind.edit_input
         arg = self.kind.image_arg
         firsts = [request.images[0] for request in requests]
-        if style == "multi":  # one request per call: all its images condition the one result
+        if style == "multi" and self.kind.batch_edits and len(requests) > 1:  # a list per prompt (OmniGen)
+            inputs: dict[str, Any] = {arg: [list(request.images) for request in requests]}
+        elif style == "multi":  # one request: its images condition the one result
             (request,) = requests
             images = list(request.images)
-            inputs: dict[str, Any] = {arg: images if len(images) > 1 or self.kind.image_list else images[0]}
+            inputs = {arg: images if len(images) > 1 or self.kind.image_list else images[0]}
         else:
             inputs = {arg: firsts if len(firsts) > 1 else firsts[0]}
         if style == "fill":
@@ -525,6 +546,17 @@ class DiffusersBackend(Backend):
         self.strength = params.strength
         if self.strength is not None and not self.kind.needs_strength:
             raise ConfigError(f"spec '{spec}': strength applies to FLUX Fill pipelines, not {self.source.class_name}")
+        if params.prompt_rewrite is not None and self.kind.rewrite_arg is None:
+            raise ConfigError(
+                f"spec '{spec}': prompt_rewrite applies to pipelines that rewrite prompts (LongCatImagePipeline), "
+                f"not {self.source.class_name}"
+            )
+        #: Whether the pipeline rewrites prompts before drawing: its own default unless the spec says;
+        #: None for classes that never rewrite. Written into the identity either way.
+        self.prompt_rewrite: bool | None = (
+            None if self.kind.rewrite_arg is None
+            else self.kind.rewrite_default if params.prompt_rewrite is None else params.prompt_rewrite
+        )
         self.device = _resolve_device(spec)
         self.dtype = _resolve_dtype(spec, self.device)
         default_batch = 4 if self.device.startswith("cuda") else 1
@@ -566,7 +598,9 @@ class DiffusersBackend(Backend):
         return self._pipeline
 
     def identity(self) -> dict[str, Any]:
-        params = {k: v for k, v in self.spec.params if k not in self.operational_params and k != "dtype"}
+        params: dict[str, Any] = {k: v for k, v in self.spec.params if k not in self.operational_params and k != "dtype"}
+        if self.prompt_rewrite is not None:  # the default too: the drawn prompt is not the benchmark's
+            params["prompt_rewrite"] = self.prompt_rewrite
         return {
             "provider": self.provider,
             "model": self.source.location,
@@ -610,7 +644,9 @@ class DiffusersBackend(Backend):
             )
         images = tuple(image.convert("RGB") for image in images)
         call = self._call_params()
-        batchable = not edit or self.kind.batch_edits
+        # A rewriting pipeline pads the prompts of a batch through its text model's generate, so a
+        # rewritten prompt (and the image) could depend on its batch-mates: such calls run alone.
+        batchable = (not edit or self.kind.batch_edits) and not self.prompt_rewrite
         key = (edit, tuple(sorted(call.items())), tuple(image.size for image in images), self.batch_size)
         request = _Request(prompt=prompt, images=images, seed=int(seed))
         image = await self.pipeline.batcher.submit(
@@ -646,4 +682,6 @@ class DiffusersBackend(Backend):
             call["height"] = self.height
         if self.kind.area_arg is not None and self.width is not None and self.height is not None:
             call[self.kind.area_arg] = self.width * self.height  # else the class keeps only their ratio
+        if self.kind.rewrite_arg is not None:
+            call[self.kind.rewrite_arg] = self.prompt_rewrite
         return call

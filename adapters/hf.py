@@ -20,10 +20,13 @@ Spec parameters (all optional):
 - ``threshold`` (default 0.1) for zero-shot detection scores.
 
 Operational: ``batch_size`` (default 4 on CPU, 8 on a GPU), the most concurrent requests (answers,
-judge replies, Janus images) joined into one model call; ``concurrency`` defaults to twice that, so
-batches can form. Batching never changes a result: text is greedy (sampled text runs one request per
-call), prompts are left-padded under an attention mask, and each Janus image samples from its own
-seeded generator.
+judge replies, choices, grounding boxes, detections, embeddings, Janus images) joined into one model
+call; ``concurrency`` defaults to twice that, so batches can form. Batching never changes a result:
+prompts are left-padded under an attention mask, sampled text draws each row from its own seeded
+generator (``hf_vlm.SeededSampling``), each Janus image samples from its own seeded generator,
+detections batch only with the same labels and image size, and embeddings only from processors that
+resize every image to one size. Emu3 images sample from torch's global generator inside its own
+generate loop and run one per call.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Hashable, Sequence
 from functools import partial
-from typing import Any, ClassVar, Literal, TypeVar
+from typing import Any, ClassVar, Literal
 
 import anyio.to_thread
 import numpy as np
@@ -57,8 +60,6 @@ from umni.util.spec import Spec
 from . import hf_loading
 from .batching import MicroBatcher
 from .hf_loading import DETECTOR, EMU3, JANUS, ROLES_BY_KIND, VLM, LoadedModel, ModelSource
-
-T = TypeVar("T")
 
 #: Output-affecting parameters, their defaults, and the kinds of model they apply to.
 _SETTINGS: dict[str, tuple[Any, frozenset[str]]] = {
@@ -172,7 +173,6 @@ class HFBackend(Backend):
         text, usage = await self._batched(
             partial(generate_texts, max_new_tokens=tokens, temperature=temperature),
             TextRequest(parts, "", seed), key=("respond", tokens, temperature, _image_sizes(parts)),
-            sampled=temperature > 0,
         )
         return TextReply(text=text, usage=usage)
 
@@ -190,7 +190,7 @@ class HFBackend(Backend):
         temperature = self.settings["temperature"]
         return await self._batched(
             partial(choose_by_letter, temperature=temperature), (parts, options, seed),
-            key=("letter", temperature, sizes), sampled=temperature > 0,
+            key=("letter", temperature, sizes),
         )
 
     async def generate(self, parts: Sequence[Part], *, seed: int = 0) -> ImageReply:
@@ -217,14 +217,18 @@ class HFBackend(Backend):
         self._require(DETECT)
         if not labels:
             return []
+        image = image.convert("RGB")
         if self.kind == VLM:
             from .hf_vlm import ground
 
-            return await self._run(lambda loaded: ground(loaded, image, labels))
+            found: list[Detection] = await self._batched(ground, (image, tuple(labels)), key=("ground", image.size))
+            return found
         from .hf_tools import detect_zero_shot
 
-        return await self._run(
-            lambda loaded: detect_zero_shot(loaded, image, labels, threshold=self.settings["threshold"])
+        threshold = self.settings["threshold"]
+        return await self._batched(
+            partial(detect_zero_shot, threshold=threshold), (image, tuple(labels)),
+            key=("detect", threshold, tuple(labels), image.size),
         )
 
     async def embed(self, images: Sequence[Image.Image]) -> np.ndarray:
@@ -233,7 +237,7 @@ class HFBackend(Backend):
         self._require(EMBED)
         if not images:
             return np.zeros((0, 0), dtype=np.float32)
-        return await self._run(lambda loaded: embed_images(loaded, images))
+        return await self._batched(embed_images, tuple(images), key=("embed",))
 
     # ----------------------------------------------------------------------------------------------
     # helpers
@@ -244,26 +248,16 @@ class HFBackend(Backend):
                 f"{self.spec} is a {self.kind} model and fills {', '.join(sorted(self.fills()))}, not {role}"
             )
 
-    async def _run(self, work: Callable[[LoadedModel], T]) -> T:
-        """Run blocking model work in a worker thread, one call per model at a time."""
-        await self.start()
-        loaded = self._loaded
-        assert loaded is not None
-
-        def locked() -> T:
-            with loaded.lock:
-                return work(loaded)
-
-        return await anyio.to_thread.run_sync(locked)
-
     async def _batched(
-        self, run: Callable[[LoadedModel, list[Any]], Sequence[T]], request: Any, *, key: Hashable,
+        self, run: Callable[[LoadedModel, list[Any]], Sequence[Any]], request: Any, *, key: Hashable,
         sampled: bool = False,
-    ) -> T:
+    ) -> Any:
         """Submit one request to the model's micro-batcher; ``run`` makes a batch of them in one call.
 
         ``key`` names the call and holds everything its batch shares (the settings, the input image
-        sizes so pixel tensors stack), so two specs with different settings on one model never share a call. Sampled text takes torch's global generator, so it is never batched.
+        sizes so pixel tensors stack), so two specs with different settings on one model never share a call.
+        ``sampled`` marks work that draws from torch's global generator (Emu3 images), which runs one
+        request per call so no result depends on its batch-mates.
         """
         await self.start()
         loaded = self._loaded

@@ -6,6 +6,7 @@ Blocking functions; the backend runs them in a worker thread under the model's l
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from PIL import Image
@@ -16,40 +17,48 @@ from .hf_loading import LoadedModel
 
 
 def detect_zero_shot(
-    loaded: LoadedModel, image: Image.Image, labels: Sequence[str], *, threshold: float,
-) -> list[Detection]:
-    """Boxes (pixels) for the labels asked for, from OWL-ViT / OWLv2 / Grounding DINO style detectors.
+    loaded: LoadedModel, requests: Sequence[tuple[Image.Image, Sequence[str]]], *, threshold: float,
+) -> list[list[Detection]]:
+    """Boxes (pixels) for the labels asked for, from OWL-ViT / OWLv2 / Grounding DINO style detectors,
+    for a batch of (image, labels) requests in one forward pass.
 
-    Each family's processor knows how its boxes map back to the image (OWLv2 pads to a square, for
-    instance), so post-processing is left to it with the original (height, width) as target size.
+    The backend batches only requests with the same labels and image size, so every row's text and
+    pixel tensors are exactly what they would be alone (no padding of either). Each family's processor
+    knows how its boxes map back to the image (OWLv2 pads to a square, for instance), so
+    post-processing is left to it with each original (height, width) as target size.
     """
     import torch
 
-    image = image.convert("RGB")
+    images = [image.convert("RGB") for image, _ in requests]
     processor = loaded.processor
-    target = [(image.height, image.width)]
+    targets = [(image.height, image.width) for image in images]
     grounding_dino = "input_ids" in _post_process_params(processor)
     # Grounding DINO reads one caption of dot-separated phrases; OWL models take a list of queries.
-    text = [". ".join(label.lower() for label in labels) + "."] if grounding_dino else [list(labels)]
-    inputs = processor(text=text, images=image, return_tensors="pt").to(loaded.model.device, dtype=loaded.model.dtype)
+    if grounding_dino:
+        text: list[Any] = [". ".join(label.lower() for label in labels) + "." for _, labels in requests]
+    else:
+        text = [list(labels) for _, labels in requests]
+    inputs = processor(text=text, images=images, return_tensors="pt").to(loaded.model.device, dtype=loaded.model.dtype)
     with torch.inference_mode():
         outputs = loaded.model(**inputs)
     if grounding_dino:
-        result = processor.post_process_grounded_object_detection(
-            outputs, inputs["input_ids"], threshold=threshold, text_threshold=threshold, target_sizes=target,
-        )[0]
-        names = result.get("text_labels") or result.get("labels")
+        results = processor.post_process_grounded_object_detection(
+            outputs, inputs["input_ids"], threshold=threshold, text_threshold=threshold, target_sizes=targets,
+        )
     else:
-        result = processor.post_process_grounded_object_detection(
-            outputs, threshold=threshold, target_sizes=target, text_labels=[list(labels)],
-        )[0]
-        names = result["text_labels"]
-    boxes = result["boxes"].float().cpu().tolist()
-    scores = result["scores"].float().cpu().tolist()
-    return [
-        Detection(label=_asked_label(str(name), labels), box=_clip_box(box, image.width, image.height), score=score)
-        for name, box, score in zip(names, boxes, scores)
-    ]
+        results = processor.post_process_grounded_object_detection(
+            outputs, threshold=threshold, target_sizes=targets, text_labels=[list(labels) for _, labels in requests],
+        )
+    found: list[list[Detection]] = []
+    for result, image, (_, labels) in zip(results, images, requests):
+        names = (result.get("text_labels") or result.get("labels")) if grounding_dino else result["text_labels"]
+        boxes = result["boxes"].float().cpu().tolist()
+        scores = result["scores"].float().cpu().tolist()
+        found.append([
+            Detection(label=_asked_label(str(name), labels), box=_clip_box(box, image.width, image.height), score=score)
+            for name, box, score in zip(names, boxes, scores)
+        ])
+    return found
 
 
 def _clip_box(box: Sequence[float], width: int, height: int) -> tuple[float, float, float, float]:
@@ -82,16 +91,20 @@ def _asked_label(name: str, labels: Sequence[str]) -> str:
     return name
 
 
-def embed_images(loaded: LoadedModel, images: Sequence[Image.Image]) -> np.ndarray:
-    """One L2-normalised feature row per image.
+def embed_images(loaded: LoadedModel, requests: Sequence[Sequence[Image.Image]]) -> list[np.ndarray]:
+    """One L2-normalised feature row per image, for a batch of requests (each a list of images) in one
+    forward pass.
 
     Dual encoders (CLIP, SigLIP) give their projected image features; vision-only encoders (DINOv2,
-    ViT) their pooled output, or the CLS token when the model has no pooler.
+    ViT) their pooled output, or the CLS token when the model has no pooler. The processors of these
+    families resize (and crop) every image to one fixed size, so images stack without padding and a
+    row does not depend on the others in its batch.
     """
     import torch
 
     model = loaded.model
-    pixels = loaded.processor(images=[im.convert("RGB") for im in images], return_tensors="pt")
+    flat = [im.convert("RGB") for images in requests for im in images]
+    pixels = loaded.processor(images=flat, return_tensors="pt")
     pixels = pixels.to(model.device, dtype=model.dtype)
     with torch.inference_mode():
         if hasattr(model, "get_image_features"):
@@ -102,5 +115,10 @@ def embed_images(loaded: LoadedModel, images: Sequence[Image.Image]) -> np.ndarr
             outputs = model(**pixels)
             pooled = getattr(outputs, "pooler_output", None)
             features = pooled if pooled is not None else outputs.last_hidden_state[:, 0]
-    features = torch.nn.functional.normalize(features.float(), dim=-1)
-    return features.cpu().numpy()
+    rows = torch.nn.functional.normalize(features.float(), dim=-1).cpu().numpy()
+    split: list[np.ndarray] = []
+    start = 0
+    for images in requests:
+        split.append(rows[start:start + len(images)])
+        start += len(images)
+    return split

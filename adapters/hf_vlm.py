@@ -78,23 +78,21 @@ def generate_texts(
 ) -> list[tuple[str, Usage]]:
     """The model's reply to each prompt, in one generate call: greedy at temperature 0, else sampled.
 
-    transformers samples from torch's global generator, which rows of a batch share, so a sampled
-    reply would depend on its batch-mates: sampling takes one request per call (the backend never
-    batches it) and seeds the global generator from that request's seed.
+    transformers samples every row from torch's one global generator, so a sampled reply would
+    depend on its batch-mates. Sampling is therefore done here instead (``SeededSampling``): each row
+    draws its next token from its own generator, seeded from its request's seed, and generate only
+    takes the one token left standing. A reply is then the same alone or in any batch.
     """
     import torch
 
-    if temperature > 0 and len(requests) > 1:
-        raise ValueError("sampled text generation takes one request per call")
     inputs = chat_inputs(loaded, [(r.parts, r.suffix) for r in requests])
     tokenizer = _tokenizer(loaded)
-    options: dict[str, Any] = {"max_new_tokens": max_new_tokens, "do_sample": temperature > 0}
+    options: dict[str, Any] = {"max_new_tokens": max_new_tokens, "do_sample": False}
     if temperature > 0:
-        options["temperature"] = temperature
-        torch.manual_seed(requests[0].seed)
+        options["logits_processor"] = [SeededSampling.for_model(loaded.model, temperature, [r.seed for r in requests])]
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     with torch.inference_mode():
-        output = loaded.model.generate(**inputs, pad_token_id=pad, **options)
+        output = _text_generate(loaded.model)(**inputs, pad_token_id=pad, **options)
     width = inputs["input_ids"].shape[1]
     prompt_lengths = inputs["attention_mask"].sum(dim=1).tolist()
     replies = []
@@ -108,6 +106,64 @@ def generate_texts(
         )
         replies.append((text, usage))
     return replies
+
+
+def _text_generate(model: Any) -> Any:
+    """The model's text ``generate``. Janus overrides generate and, in text mode, drops the
+    ``logits_processor`` argument before calling the standard one, so Janus text goes to the standard
+    one directly (what its override does, minus the drop; guidance stays off as there)."""
+    if _family_of(model) == "janus":
+        from functools import partial
+
+        from transformers import GenerationMixin
+
+        return partial(GenerationMixin.generate, model, guidance_scale=None)
+    return model.generate
+
+
+def _family_of(model: Any) -> str:
+    return str(getattr(model.config, "model_type", ""))
+
+
+class SeededSampling:
+    """A logits processor that samples each row from its own seeded generator.
+
+    It scales the row's logits by the temperature, keeps the checkpoint's own ``top_k`` / ``top_p``
+    (from its generation config, as transformers' sampling would), draws one token with the row's
+    generator and masks every other token, so greedy decoding then takes exactly that token. Rows
+    never share random state: the draw of row ``i`` at step ``t`` depends on its seed and its own
+    logits only. Rows that already ended keep drawing (their tokens are replaced by padding), which
+    touches only their own generators.
+    """
+
+    def __init__(self, temperature: float, seeds: Sequence[int], *, top_k: int | None, top_p: float | None) -> None:
+        import torch
+
+        self.temperature = temperature
+        self.generators = [torch.Generator("cpu").manual_seed(int(seed)) for seed in seeds]
+        self.top_k = top_k if top_k and top_k > 0 else None
+        self.top_p = top_p if top_p is not None and top_p < 1.0 else None
+
+    @classmethod
+    def for_model(cls, model: Any, temperature: float, seeds: Sequence[int]) -> SeededSampling:
+        config = getattr(model, "generation_config", None)
+        return cls(temperature, seeds, top_k=getattr(config, "top_k", None), top_p=getattr(config, "top_p", None))
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        import torch
+        from transformers import TopKLogitsWarper, TopPLogitsWarper
+
+        warped = scores.float() / self.temperature
+        if self.top_k is not None:
+            warped = TopKLogitsWarper(self.top_k)(input_ids, warped)
+        if self.top_p is not None:
+            warped = TopPLogitsWarper(self.top_p)(input_ids, warped)
+        probs = torch.softmax(warped, dim=-1).cpu()
+        chosen = torch.full_like(scores, float("-inf"))
+        for row, generator in enumerate(self.generators):
+            token = int(torch.multinomial(probs[row], 1, generator=generator))
+            chosen[row, token] = 0.0
+        return chosen
 
 
 def generate_text(
@@ -178,16 +234,26 @@ def _letter_token_ids(tokenizer: Any, letter: str) -> list[int]:
 
 
 def ground(
-    loaded: LoadedModel, image: Image.Image, labels: Sequence[str], *, max_new_tokens: int = GROUNDING_REPLY_TOKENS,
-) -> list[Detection]:
-    """Boxes from a VLM asked to answer in JSON, on a 0..1000 grid or, for families that answer in
-    pixels (Qwen2.5-VL), in pixels of the image as the processor resized it; ParseFailure if it does not."""
-    seen = _seen_size(loaded, image) if _family(loaded) in ABSOLUTE_PIXEL_FAMILIES else None
-    text, _ = generate_text(
-        loaded, [image, grounding_prompt(labels, pixels=seen)], max_new_tokens=max_new_tokens, temperature=0.0, seed=0,
-    )
-    frame = (float(seen[0]), float(seen[1])) if seen else (GRID, GRID)
-    return parse_grounding(text, labels, image.width, image.height, frame=frame)
+    loaded: LoadedModel, requests: Sequence[tuple[Image.Image, Sequence[str]]], *,
+    max_new_tokens: int = GROUNDING_REPLY_TOKENS,
+) -> list[list[Detection] | Exception]:
+    """Boxes for each (image, labels) request, in one greedy generate call: the VLM is asked to answer
+    in JSON, on a 0..1000 grid or, for families that answer in pixels (Qwen2.5-VL), in pixels of the
+    image as the processor resized it. A reply that does not parse is that request's ParseFailure."""
+    absolute = _family(loaded) in ABSOLUTE_PIXEL_FAMILIES
+    seen = [_seen_size(loaded, image) if absolute else None for image, _ in requests]
+    prompts = [
+        TextRequest([image, grounding_prompt(labels, pixels=size)]) for (image, labels), size in zip(requests, seen)
+    ]
+    texts = generate_texts(loaded, prompts, max_new_tokens=max_new_tokens, temperature=0.0)
+    results: list[list[Detection] | Exception] = []
+    for (text, _), (image, labels), size in zip(texts, requests, seen):
+        frame = (float(size[0]), float(size[1])) if size else (GRID, GRID)
+        try:
+            results.append(parse_grounding(text, labels, image.width, image.height, frame=frame))
+        except Exception as exc:  # this request's reply failed to parse; its batch-mates still count
+            results.append(exc)
+    return results
 
 
 def _family(loaded: LoadedModel) -> str:

@@ -102,12 +102,22 @@ def test_vlm_choices_batch_and_match_their_single_answers(vlm_dir):
         assert together == alone
 
 
-def test_sampled_text_is_never_batched(janus_dir):
-    janus = backend(janus_dir, temperature="0.8")
-    anyio.run(janus.start)
-    sizes_before = len(janus._loaded.batcher.stats.sizes) if janus._loaded.batcher else 0
-    anyio.run(_together, [lambda p=p: janus.respond([p], max_tokens=3, seed=1) for p in PROMPTS[:3]])
-    assert janus._loaded.batcher.stats.sizes[sizes_before:] == [1, 1, 1]
+def test_sampled_text_is_the_same_alone_and_in_a_batch(janus_dir):
+    """Each row samples from its own seeded generator: batch-mates never change a sampled reply."""
+    janus = backend(janus_dir, temperature="1.5", batch_size="4")
+
+    def ask(prompt, seed):
+        return lambda: janus.respond([prompt], max_tokens=6, seed=seed)
+
+    alone = [anyio.run(ask(prompt, seed)) for seed, prompt in enumerate(PROMPTS)]
+    sizes_before = len(janus._loaded.batcher.stats.sizes)
+    together = anyio.run(_together, [ask(prompt, seed) for seed, prompt in enumerate(PROMPTS)])
+    assert janus._loaded.batcher.stats.sizes[sizes_before:] == [4]
+    assert [(r.text, r.usage) for r in together] == [(r.text, r.usage) for r in alone]
+    # sampling really happens, and follows the seed: one prompt under eight seeds gives several replies
+    replies = anyio.run(_together, [ask(PROMPTS[1], seed) for seed in range(8)])
+    assert len({r.text for r in replies}) > 1
+    assert replies[1].text == alone[1].text
 
 
 def test_batch_size_is_operational_and_sets_default_concurrency(janus_dir):

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import anyio
 import numpy as np
+import pytest
 from PIL import Image
 
 from tests.adapters.tiny_diffusers import png, started
@@ -97,3 +98,28 @@ def test_omnigen_draws_and_edits_with_every_image_tagged(tiny: Callable[[str], P
     both = anyio.run(lambda: made.edit([a, b], "put the cube from image 2 on image 1", seed=3))
     alone = anyio.run(lambda: made.edit([a], "put the cube from image 2 on image 1", seed=3))
     assert png(both.image) != png(alone.image)  # the second image, tagged <img><|image_2|></img>, reaches it
+
+
+def test_longcat_image_prompt_rewrite_is_in_the_identity_and_reaches_the_pipeline(
+    tiny: Callable[[str], Path], tmp_path: Path,
+) -> None:
+    """LongCat-Image rewrites prompts by default (its pipeline's default, kept); the identity says so,
+    prompt_rewrite=false turns it off (a different image from the same seed), and other classes refuse it."""
+    import anyio
+
+    from umni.util.errors import ConfigError
+    from umni.util.spec import Spec
+    from umni_adapters.diffusion import DiffusersBackend
+
+    base = f"diffusers/{tiny('longcat_image')}?steps=1&width=32&height=32"
+    default, off = DiffusersBackend(Spec.parse(base)), DiffusersBackend(Spec.parse(base + "&prompt_rewrite=false"))
+    assert default.identity()["params"]["prompt_rewrite"] is True
+    assert off.identity()["params"]["prompt_rewrite"] is False
+    assert default.identity() != off.identity()
+    drawn = []
+    for model in (default, off):
+        anyio.run(model.start)
+        drawn.append(anyio.run(lambda m=model: m.generate(["a red cube"], seed=3)).image.tobytes())
+    assert drawn[0] != drawn[1]
+    with pytest.raises(ConfigError, match="prompt_rewrite"):
+        DiffusersBackend(Spec.parse(f"diffusers/{tiny('sdxl')}?prompt_rewrite=true"))
