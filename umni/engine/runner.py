@@ -14,11 +14,10 @@ dependents released. A node that gives up becomes a typed `Failure`; nodes that 
 from __future__ import annotations
 
 import functools
-import heapq
 import itertools
 import time
 from collections import Counter, deque
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator
+from collections.abc import Callable, Coroutine, Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -26,15 +25,17 @@ import anyio
 
 from umni.backends.bindings import Bindings
 from umni.backends.contract import Backend, start_backends
+from umni.engine.failures import KEY_FAULTS, failed, failure, one_error, unkeyable
 from umni.engine.keys import identity_json, node_key
 from umni.engine.kinds import Kind, KindContext, RunStats, Services, get_kind
 from umni.engine.kinds.base import MIN_IMAGE_SIDE, check_usage
 from umni.engine.kinds.compute import json_output
 from umni.engine.kinds.inputs import InputReader
+from umni.engine.lanes import Lane
 from umni.graph.graph import Graph, Node
-from umni.graph.outcomes import CaseResult, Failure, Outcome, Status
+from umni.graph.outcomes import CaseResult, Outcome, Status
 from umni.store.cache import Cache
-from umni.util.errors import BackendError, InputError, OutputFailure, StorageError, UmniError
+from umni.util.errors import StorageError
 from umni.util.events import EventLog
 from umni.util.policy import CachePolicy, RetryPolicy
 from umni.util.progress import Progress
@@ -48,34 +49,6 @@ __all__ = [
 def content_fingerprint(output: dict[str, Any], kind: str | None = None) -> str:
     """What a node's output contributes to the keys of nodes that read it (see `Kind.fingerprint`)."""
     return get_kind(kind or "compute").fingerprint(output)
-
-
-def _storage_fault(group: BaseExceptionGroup) -> StorageError | None:
-    """The first StorageError inside a task group's exception group: a disk fault stops the run
-    with that one error, not with a traceback of every task it interrupted."""
-    for exc in group.exceptions:
-        if isinstance(exc, StorageError):
-            return exc
-        if isinstance(exc, BaseExceptionGroup):
-            found = _storage_fault(exc)
-            if found is not None:
-                return found
-    return None
-
-
-def _one_error(group: BaseExceptionGroup) -> BaseException:
-    """What a run that stopped raises: a disk fault, or a lone umni error (a case graph that does
-    not validate, say), as one line; anything else as the group it came in."""
-    fault = _storage_fault(group)
-    if fault is not None:
-        return fault
-    if len(group.exceptions) == 1 and isinstance(group.exceptions[0], UmniError):
-        return group.exceptions[0]
-    return group
-
-
-def _failed(nid: str, kind: str, message: str, attempts: int = 1, raw: str | None = None) -> Outcome:
-    return Outcome(nid, "failed", failure=Failure(kind, message, attempts, raw=raw))
 
 
 @dataclass
@@ -104,55 +77,19 @@ class _CaseRun:
                 self.dependents[up].append(nid)
 
 
-#: What a lane runs: a backend call (or in-process code), which may hand back the work that follows
-#: it (storing the output, releasing dependents) to run outside the lane.
-LaneTask = Callable[[], Awaitable[Callable[[], Coroutine[Any, Any, None]] | None]]
-
-
-class _Lane:
-    """A backend's concurrency limit and the ready nodes waiting for a slot.
-
-    A slot is held for the call only: what a finished call leaves to do (the store's commit, which
-    waits for its batch) runs in its own task, so a slot is never idle while a write is committed."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = max(1, limit)
-        self.running = 0
-        self.waiting: list[tuple[tuple[int, int], int, LaneTask]] = []
-
-    def submit(self, tasks: NodeTasks, priority: tuple[int, int], seq: int, task: LaneTask) -> None:
-        """Start `task` now if a slot is free, else queue it by priority (earliest case first)."""
-        if self.running < self.limit:
-            self.running += 1
-            tasks.start(self.drain, tasks, task)
-        else:
-            heapq.heappush(self.waiting, (priority, seq, task))
-
-    async def drain(self, tasks: NodeTasks, task: LaneTask) -> None:
-        """Run `task`, then the waiting ones in priority order, while this slot is held."""
-        while True:
-            then = await task()
-            if then is not None:
-                tasks.start(then)
-            if not self.waiting:
-                self.running -= 1
-                return
-            _, _, task = heapq.heappop(self.waiting)
-
-
 class LanePool:
     """One lane per backend instance. Runners that share a pool (the runs of a sweep) share each
     backend's concurrency limit instead of multiplying it."""
 
     def __init__(self) -> None:
-        self._lanes: dict[int, _Lane] = {}
-        self.compute = _Lane(1 << 30)
+        self._lanes: dict[int, Lane] = {}
+        self.compute = Lane(1 << 30)
         #: cache key -> nodes (of any runner in the pool) waiting for the same work to finish
         self.inflight: dict[str, list[tuple[Runner, _CaseRun, str]]] = {}
         #: tie-break of equal priorities in the lanes; shared, since the lanes are (never compare tasks)
         self.seq = itertools.count()
 
-    def lanes_for(self, bindings: Bindings, concurrency: int | None) -> dict[int, _Lane]:
+    def lanes_for(self, bindings: Bindings, concurrency: int | None) -> dict[int, Lane]:
         """The lane of each bound backend (by id): its own `concurrency` option when its spec sets
         one, else the run's `concurrency`, else the backend's default. A pool of replicas (placement=ray)
         keeps its whole capacity: a run-wide `--concurrency` must not idle its replicas."""
@@ -163,9 +100,9 @@ class LanePool:
             lanes[id(backend)] = self.lane(backend, limit)
         return lanes
 
-    def lane(self, backend: Backend, limit: int) -> _Lane:
+    def lane(self, backend: Backend, limit: int) -> Lane:
         if id(backend) not in self._lanes:
-            self._lanes[id(backend)] = _Lane(limit)
+            self._lanes[id(backend)] = Lane(limit)
         return self._lanes[id(backend)]
 
 
@@ -229,7 +166,7 @@ class Runner:
         try:
             await self._tasks.run(self._admit_until_all_close)
         except BaseExceptionGroup as group:
-            raise _one_error(group) from None
+            raise one_error(group) from None
         return self.stats
 
     async def run_graph(self, graph: Graph) -> CaseResult[Any]:
@@ -299,7 +236,7 @@ class Runner:
         except Exception as exc:  # a bug met while preparing this node: this node's failure only
             if nid in run.outcomes:  # raised after the node finished (recording its case): not the node's
                 raise
-            outcome = _failed(nid, "internal", f"{type(exc).__name__}: {exc}")
+            outcome = failed(nid, "internal", f"{type(exc).__name__}: {exc}")
         if outcome is not None:
             self._finish(run, outcome)
 
@@ -315,7 +252,7 @@ class Runner:
         try:
             key = _key(node, backend, self._identities, lambda: self.inputs.fingerprints(run.outcomes, node), self.seed)
         except KEY_FAULTS as exc:
-            return _unkeyable(node.id, exc)
+            return unkeyable(node.id, exc)
         policy = kind.cache_policy(node)
         if policy.read and not getattr(self.cache, "inline_reads", True):  # a network store: look up in a task
             self._tasks.start(self._look_up, run, node, key, kind, backend, policy)
@@ -336,7 +273,7 @@ class Runner:
             return Outcome(node.id, "cached", output=hit, fingerprint=kind.fingerprint(hit))
         if node.role in self.frozen_roles:
             message = f"node '{node.id}' (role {node.role}) has no cached result, and this run may not call role '{node.role}'"
-            return _failed(node.id, "input", message)
+            return failed(node.id, "input", message)
         if self.phase is not None and node.role is not None and node.role not in self.phase:
             return Outcome(node.id, "pending")  # another phase's work: left for a later run
         if key in self._inflight:  # the same work is already running for another node: share it
@@ -391,7 +328,7 @@ class Runner:
         except StorageError:  # the disk failed, not the node: stop the run, record nothing
             raise
         except Exception as exc:
-            self._settled(run, key, _failure(node.id, exc, ctx.calls or 1))
+            self._settled(run, key, failure(node.id, exc, ctx.calls or 1))
             return None
         finally:
             self.progress.bump("running", -1)
@@ -407,7 +344,7 @@ class Runner:
         except StorageError:
             raise
         except Exception as exc:  # an output that cannot be stored: this node's failure only
-            outcome = _failed(node.id, "internal", f"the output cannot be stored: {type(exc).__name__}: {exc}")
+            outcome = failed(node.id, "internal", f"the output cannot be stored: {type(exc).__name__}: {exc}")
         seconds = round(time.monotonic() - started, 4)
         self.events.emit("node.done", case=run.job.case_id, node=node.id, role=node.role, key=key, calls=calls, seconds=seconds)
         self._settled(run, key, outcome)
@@ -421,10 +358,6 @@ class Runner:
             other_runner._finish(other_run, replace(outcome, node=other_id, status=status))
 
 
-#: What making a node's key can raise that belongs to the node, not the run (see `_unkeyable`).
-KEY_FAULTS = (FileNotFoundError, InputError, TypeError, ValueError)
-
-
 def _key(
     node: Node, backend: Backend | None, identities: dict[int, str], inputs: Callable[[], dict[str, Any]], seed: int
 ) -> str:
@@ -435,28 +368,6 @@ def _key(
     return node_key(node, backend, inputs(), seed, identity=identity)
 
 
-def _unkeyable(nid: str, exc: Exception) -> Outcome:
-    """The node's failure when its key cannot be made: a missing or broken case image, a callable
-    that cannot be fingerprinted, a parameter that is not JSON."""
-    if isinstance(exc, FileNotFoundError):
-        return _failed(nid, "input", str(exc))
-    if isinstance(exc, InputError):  # a case image that cannot be decoded, a callable that cannot be
-        return _failed(nid, "input", exc.describe())  # fingerprinted (ConfigError is an InputError)
-    return _failed(nid, "internal", f"the node's parameters cannot be keyed: {exc}")  # TypeError, ValueError
-
-
-def _failure(nid: str, exc: Exception, attempts: int) -> Outcome:
-    """What a kind's `execute` raised, as the node's typed failure."""
-    if isinstance(exc, OutputFailure):
-        return _failed(nid, exc.kind, str(exc), attempts, raw=exc.raw)
-    if isinstance(exc, BackendError):
-        return _failed(nid, "backend", str(exc), attempts)
-    if isinstance(exc, InputError):  # bad case data met while computing: the user's to fix, not a bug
-        return _failed(nid, "input", exc.describe(), attempts)
-    # a backend or compute bug: recorded against this node, the run goes on
-    return _failed(nid, "internal", f"{type(exc).__name__}: {exc}", attempts)
-
-
 def _gate(inputs: InputReader, run: _CaseRun, node: Node) -> Outcome | None:
     """Evaluate the node's `when` condition: None to go on, else its outcome (skipped, or failed
     when the condition itself raised: a bug in the graph, recorded)."""
@@ -464,7 +375,7 @@ def _gate(inputs: InputReader, run: _CaseRun, node: Node) -> Outcome | None:
     try:
         go = bool(node.when(**inputs.values(run.outcomes, node.inputs), **inputs.values(run.outcomes, node.gate)))
     except Exception as exc:
-        return _failed(node.id, "internal", f"condition failed: {exc!r}")
+        return failed(node.id, "internal", f"condition failed: {exc!r}")
     return None if go else Outcome(node.id, "skipped")
 
 
