@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
+import threading
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -74,6 +76,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     sweep = sub.add_parser("sweep", help="run protocols x models x bindings x seeds from a YAML file")
     sweep.add_argument("file", type=Path)
+    sweep.add_argument("--shard", metavar="I/N", help="run only sweep shard I of N of the work units (runs x the "
+                       "file's `shards:` case shards; 'slurm': from the array task); the shard that finds every "
+                       "unit done writes the leaderboard")
+    sweep.add_argument("--emit", choices=["slurm"], help="write <out>/sweep.sbatch, an array job of one task per work "
+                       "unit (resubmit it as it is: finished units are skipped), instead of running")
 
     board = sub.add_parser("leaderboard", help="tables of several runs (run directories or sweep folders)")
     board.add_argument("dirs", type=Path, nargs="+")
@@ -215,8 +222,26 @@ def _print_run(summary: dict[str, Any], out: Path) -> None:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from umni.run.sweep import run_sweep
+    from umni.run.sweep import emit_slurm, run_sweep, run_sweep_shard
 
+    if args.emit and args.shard:
+        raise InputError("--emit writes the job script of every shard; give it without --shard")
+    if args.emit:
+        script = emit_slurm(args.file)
+        print(f"slurm script: {script}")
+        print(f"submit:       sbatch {script}   (again after a failure: finished units are skipped)")
+        return EXIT_OK
+    if args.shard:
+        outcome = run_sweep_shard(args.file, args.shard)
+        for result in outcome.ran:
+            _print_run(result.summary, result.out)
+        if outcome.skipped:
+            print(f"  skipped {len(outcome.skipped)} unit(s) already done")
+        if outcome.assembled is not None:
+            print(f"every one of {outcome.units} units is done; leaderboard: {outcome.assembled / 'leaderboard.md'}")
+        else:
+            print(f"the leaderboard is written when all {outcome.units} units are done (or by `umni sweep {args.file}`)")
+        return EXIT_OK
     out, results = run_sweep(args.file)
     for result in results:
         _print_run(result.summary, result.out)
@@ -386,10 +411,48 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a scheduler's cancel, `kill`): stops the command as Ctrl-C does, so what finished is kept."""
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    raise Terminated()
+
+
+def _interruption(group: BaseExceptionGroup) -> KeyboardInterrupt | None:
+    """The interruption a group of failed tasks holds (Ctrl-C or SIGTERM reach one task of a sweep)."""
+    for exc in group.exceptions:
+        found = _interruption(exc) if isinstance(exc, BaseExceptionGroup) else exc
+        if isinstance(found, KeyboardInterrupt):
+            return found
+    return None
+
+
+def _stopped(exc: KeyboardInterrupt) -> int:
+    what = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted"
+    print(f"umni: {what}; run the same command again to resume", file=sys.stderr)
+    return EXIT_INCOMPLETE
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if threading.current_thread() is not threading.main_thread():
+        return _main(args)
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        return _main(args)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _main(args: argparse.Namespace) -> int:
     try:
         return COMMANDS[args.command](args)
+    except BaseExceptionGroup as group:  # tasks of a sweep stopped together: one line, no traceback
+        stop = _interruption(group)
+        if stop is None:
+            raise
+        return _stopped(stop)
     except InputError as exc:
         print(f"umni: error: {scrub(exc.describe())}", file=sys.stderr)  # a spec's base_url password, say
         return EXIT_INPUT
@@ -401,9 +464,8 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # output piped into `head` and the like
         sys.stderr.close()
         return EXIT_OK
-    except KeyboardInterrupt:
-        print("umni: interrupted; run the same command again to resume", file=sys.stderr)
-        return EXIT_INCOMPLETE
+    except KeyboardInterrupt as exc:
+        return _stopped(exc)
     except UmniError as exc:
         print(f"umni: error: {scrub(str(exc))}", file=sys.stderr)
         return EXIT_INCOMPLETE
