@@ -6,7 +6,8 @@ made one at a time spread out), waiting when every live server is at its limit r
 overloading one. A server that fails in a way another server would not (unreachable, reset,
 timed out, 502/503/504) is set aside for a cool-off and the call goes to another; a 429 sets aside
 only that server, for as long as it asks. When none is left the caller gets `FleetDown`, which says
-when the first one comes back.
+when the first one comes back. Each server set aside and each return is reported (`on_event`), so a
+run records it in its event log and counts it in summary.json.
 """
 
 from __future__ import annotations
@@ -47,6 +48,8 @@ class Endpoint(Generic[C]):
     #: Why it was set aside last (for the error naming the fleet), e.g. "HTTP 503".
     reason: str = ""
     last_used: int = 0
+    #: Set aside and not yet seen back (so its return is reported once).
+    aside: bool = False
 
     @property
     def name(self) -> str:
@@ -80,6 +83,7 @@ class Fleet(Generic[C]):
         per_endpoint: int | None = None,
         cool_off_s: float = DEFAULT_COOL_OFF_S,
         clock: Callable[[], float] = time.monotonic,
+        on_event: Callable[..., None] | None = None,
     ) -> None:
         if not endpoints:
             raise ValueError("a fleet needs at least one server")
@@ -89,6 +93,8 @@ class Fleet(Generic[C]):
         self._clock = clock
         self._uses = itertools.count(1)
         self._waiters: list[anyio.Event] = []
+        #: Called as ``on_event("server.set_aside" | "server.returned", server=…, reason=…, …)``.
+        self._on_event = on_event
 
     def __len__(self) -> int:
         return len(self.endpoints)
@@ -102,6 +108,7 @@ class Fleet(Generic[C]):
         skip = skip or set()
         while True:
             now = self._clock()
+            self._note_returns(now)
             live = [(i, e) for i, e in enumerate(self.endpoints) if i not in skip and e.down_until <= now]
             if not live:
                 waits = [e.down_until - now for e in self.endpoints if e.down_until > now]
@@ -114,6 +121,16 @@ class Fleet(Generic[C]):
                 return index, best
             await self._wait(now)
 
+    def _note_returns(self, now: float) -> None:
+        for endpoint in self.endpoints:
+            if endpoint.aside and endpoint.down_until <= now:
+                endpoint.aside = False
+                self._report("server.returned", server=endpoint.name, reason=f"cool-off after {endpoint.reason} ended")
+
+    def _report(self, event: str, **fields: Any) -> None:
+        if self._on_event is not None:
+            self._on_event(event, at=time.time(), **fields)
+
     def release(self, endpoint: Endpoint[C]) -> None:
         endpoint.in_flight -= 1
         waiters, self._waiters = self._waiters, []
@@ -125,10 +142,12 @@ class Fleet(Generic[C]):
         aside: there is nothing to fail over to, and the engine's retries already wait."""
         if len(self.endpoints) == 1:
             return
-        endpoint.down_until = max(
-            endpoint.down_until, self._clock() + (self.cool_off_s if seconds is None else seconds)
-        )
+        pause = self.cool_off_s if seconds is None else seconds
+        endpoint.down_until = max(endpoint.down_until, self._clock() + pause)
         endpoint.reason = reason
+        if not endpoint.aside:  # one record per stretch out of service, not per failed call within it
+            endpoint.aside = True
+            self._report("server.set_aside", server=endpoint.name, reason=reason, seconds=round(pause, 3))
 
     async def _wait(self, now: float) -> None:
         """Until a slot frees, or a server cooling off comes back (it may be free)."""

@@ -91,7 +91,7 @@ from umni.util.errors import BackendError, ConfigError, Refusal
 from umni.util.secrets import mask, register_secret, scrub, truncate
 from umni.util.spec import Spec
 
-from .endpoints import DEFAULT_COOL_OFF_S, Endpoint, Fleet, FleetDown
+from .endpoints import DEFAULT_COOL_OFF_S, Endpoint, Fleet, FleetDown, public_url
 from .http_limits import (
     DEFAULT_MAX_PIXELS,
     DEFAULT_MAX_RESPONSE_BYTES,
@@ -277,6 +277,9 @@ class OpenAIBackend(Backend):
             return super().concurrency
         return len(self.base_urls) * (self.per_endpoint or self.default_concurrency)
 
+    def servers(self) -> list[str]:
+        return [public_url(url) for url in self.base_urls] if len(self.base_urls) > 1 else []
+
     @property
     def pooled(self) -> bool:
         """A fleet sized by ``per_endpoint`` keeps its lane under a run-wide ``--concurrency`` (as a
@@ -311,7 +314,10 @@ class OpenAIBackend(Backend):
             for url in self.base_urls
         ]
         self._fleet = Fleet(
-            list(zip(self.base_urls, clients, strict=True)), per_endpoint=self.per_endpoint, cool_off_s=self.cool_off_s
+            list(zip(self.base_urls, clients, strict=True)),
+            per_endpoint=self.per_endpoint,
+            cool_off_s=self.cool_off_s,
+            on_event=self.notify,
         )
         self._client = clients[0]
 
