@@ -204,9 +204,12 @@ def _failure_exit(summary: dict[str, Any], threshold: float | None) -> int:
     """EXIT_FAILURES when the share of failed or blocked nodes exceeds `threshold` (None: never)."""
     from umni.reporting.leaderboard import failure_share
 
-    if threshold is None:
-        return EXIT_OK
     share = failure_share(summary)
+    if threshold is None:
+        if share >= 1.0:  # a typo'd base_url or a missing key: say it, not only in the counts above
+            print("umni: warning: every node failed or was blocked (see failures above; a wrong base_url, model name "
+                  "or API key?); add --fail-on-error to exit non-zero when this happens", file=sys.stderr)
+        return EXIT_OK
     if share > threshold:
         print(f"umni: {100 * share:.1f}% of nodes failed or were blocked, above --fail-on-error {threshold:g}", file=sys.stderr)
         return EXIT_FAILURES
