@@ -109,6 +109,9 @@ def build_parser() -> argparse.ArgumentParser:
     runs = sub.add_parser("runs", help="list run directories: protocol, bindings, date, headline score")
     runs.add_argument("dirs", type=Path, nargs="*", metavar="DIR", help="folders to search (default: runs)")
     sub.add_parser("backends", help="list backend providers and the roles they fill")
+    status = sub.add_parser("status", help="work units of a split sweep (done, running with heartbeat age, pending), "
+                            "or a run directory and its shards")
+    status.add_argument("dir", type=Path, metavar="DIR")
 
     cases = sub.add_parser("cases", help="check a case file, or print a case schema")
     cases_sub = cases.add_subparsers(dest="cases_command", required=True, parser_class=_Parser)
@@ -250,6 +253,18 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         _print_run(result.summary, result.out)
     print(f"leaderboard: {out / 'leaderboard.md'}")
     print(f"report:      {out / 'report.html'}")
+    return EXIT_OK
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from umni.run.status import status_of
+
+    status = status_of(args.dir)
+    for line in status.lines:
+        print(line)
+    print(", ".join(f"{value} {key}" for key, value in status.counts.items()))
+    if status.totals:
+        print("finished: " + ", ".join(f"{value} {key}" for key, value in status.totals.items()))
     return EXIT_OK
 
 
@@ -397,6 +412,7 @@ COMMANDS = {
     "view": cmd_view,
     "runs": cmd_runs,
     "backends": cmd_backends,
+    "status": cmd_status,
     "cases": cmd_cases,
 }
 
