@@ -203,6 +203,21 @@ def check_extra_body(body: Mapping[str, Any], where: str) -> None:
         raise ValueError(f"{where} may not set {', '.join(taken)}: umni sets those (use the spec parameter)")
 
 
+#: The endpoints each role calls (under base_url); README "Which endpoints each role calls" says the same.
+ENDPOINTS_BY_ROLE: dict[str, tuple[str, ...]] = {
+    "understand": ("/chat/completions",),
+    "judge": ("/chat/completions",),
+    "generate": ("/images/generations", "/images/edits"),  # a prompt with context images goes to edits
+    "edit": ("/images/edits",),
+}
+ENDPOINT_USERS = {
+    "/images/generations": "role generate calls it (a plain vLLM or SGLang chat server has none: bind generate elsewhere)",
+    "/images/edits": "roles edit, and generate with context images (GENIUS interleaved), call it",
+}
+#: Seconds each pre-flight request may take.
+PREFLIGHT_TIMEOUT_S = 10.0
+
+
 class OpenAIBackend(Backend):
     """Chat completions for understand/judge, the Images API for generate/edit."""
 
@@ -327,6 +342,47 @@ class OpenAIBackend(Backend):
                 await endpoint.client.aclose()
             self._fleet = None
             self._client = None
+
+    # -- pre-flight ----------------------------------------------------------------------------------
+
+    async def preflight(self, roles: frozenset[str]) -> list[str]:
+        """One GET of ``/models`` per server (reachable, key accepted, model served), and for bound image
+        roles an empty POST to each images endpoint they call (404: the server has none; any other
+        answer, such as 400 for the missing prompt, means it is there). No request costs a model call."""
+        paths = {path for role in roles for path in ENDPOINTS_BY_ROLE.get(role, ())}
+        problems: list[str] = []
+        key = os.environ.get(self.api_key_env) or None
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        for url in self.base_urls:
+            who = f"openai/{self.model} at {public_url(url)}"
+            async with httpx.AsyncClient(base_url=url, headers=headers, timeout=PREFLIGHT_TIMEOUT_S) as client:
+                problems += await self._probe(client, who, key, sorted(paths - {"/chat/completions"}))
+        return problems
+
+    async def _probe(self, client: httpx.AsyncClient, who: str, key: str | None, image_paths: list[str]) -> list[str]:
+        try:
+            listed = await client.get("/models")
+        except httpx.HTTPError as exc:
+            return [f"{who}: no answer ({type(exc).__name__}); is base_url right and the server up?"]
+        if listed.status_code in (401, 403):
+            given = f"the key from {self.api_key_env}" if key else f"no key ({self.api_key_env} is not set)"
+            return [f"{who}: HTTP {listed.status_code}, the server refused {given}"]
+        problems = []
+        if listed.status_code == 200:
+            try:
+                served = [str(m.get("id")) for m in listed.json().get("data", []) if isinstance(m, dict)]
+            except (ValueError, AttributeError):
+                served = []
+            if served and self.model not in served:
+                problems.append(f"{who}: the server does not serve '{self.model}' (it serves {', '.join(served[:5])}); wrong model name?")
+        for path in image_paths:
+            try:
+                answer = await (client.post(path, json={}) if path == "/images/generations" else client.post(path, data={"x": ""}))
+            except httpx.HTTPError:
+                continue  # it answered /models: a failure here is left to the run's retries
+            if answer.status_code in (404, 405):
+                problems.append(f"{who}: no {path} endpoint (HTTP {answer.status_code}); {ENDPOINT_USERS[path]}")
+        return problems
 
     # -- understand / judge ------------------------------------------------------------------------
 

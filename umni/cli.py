@@ -61,6 +61,8 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--call-timeout", type=float, help="seconds one attempt may take before it is retried, > 0 (default 3600)")
     p.add_argument("--prices", type=Path, help="price table (YAML) for an estimated cost (default: $UMNI_PRICES)")
     p.add_argument("--quiet", action="store_true", help="no live progress display")
+    p.add_argument("--no-preflight", action="store_true", help="skip the probe of each OpenAI-compatible server "
+                   "before the run (GET /models; an empty POST to each images endpoint a bound role calls)")
     p.add_argument("--fail-on-error", type=float, nargs="?", const=0.0, default=None, metavar="SHARE",
                    help="exit 3 when the share of failed or blocked nodes exceeds SHARE (0-1; alone: any failure)")
 
@@ -172,6 +174,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     prepared = prepare(request)
     if args.out is None:
         request.out = _default_out(request, *prepared)
+    if not args.no_preflight:
+        from umni.run.preflight import preflight
+
+        for problem in preflight(prepared.bindings):
+            print(f"umni: warning: pre-flight: {problem}", file=sys.stderr)
     result = evaluate(request, prepared)
     summary = result.summary
     counts = summary["counts"]

@@ -109,6 +109,13 @@ class Backend:
         for listener in list(self._observers):
             listener(event, **fields)
 
+    async def preflight(self, roles: frozenset[str]) -> list[str]:
+        """Problems a cheap probe finds before a run (one line each, naming the server): a server that
+        does not answer, refuses the key, serves another model or lacks an endpoint one of `roles` (the
+        roles the run binds to this backend) calls.
+        Never a model call; the default (nothing to probe) finds none."""
+        return []
+
     def servers(self) -> list[str]:
         """The servers a backend spreads its calls over, as they may be shown (none: it is one thing)."""
         return []
