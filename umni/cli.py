@@ -178,7 +178,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         from umni.run.preflight import preflight
 
         for problem in preflight(prepared.bindings):
-            print(f"umni: warning: pre-flight: {problem}", file=sys.stderr)
+            _warn_preflight(problem)
     result = evaluate(request, prepared)
     summary = result.summary
     counts = summary["counts"]
@@ -234,6 +234,10 @@ def _print_run(summary: dict[str, Any], out: Path) -> None:
     print(f"    {coverage_line(summary)}")
 
 
+def _warn_preflight(problem: str) -> None:
+    print(f"umni: warning: pre-flight: {problem}", file=sys.stderr)
+
+
 def cmd_sweep(args: argparse.Namespace) -> int:
     from umni.run.sweep import emit_slurm, run_sweep, run_sweep_shard
 
@@ -245,7 +249,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         print(f"submit:       sbatch {script}   (again after a failure: finished units are skipped)")
         return EXIT_OK
     if args.shard:
-        outcome = run_sweep_shard(args.file, args.shard)
+        outcome = run_sweep_shard(args.file, args.shard, warn=_warn_preflight)
         for result in outcome.ran:
             _print_run(result.summary, result.out)
         if outcome.skipped:
@@ -255,7 +259,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         else:
             print(f"the leaderboard is written when all {outcome.units} units are done (or by `umni sweep {args.file}`)")
         return EXIT_OK
-    out, results = run_sweep(args.file)
+    out, results = run_sweep(args.file, warn=_warn_preflight)
     for result in results:
         _print_run(result.summary, result.out)
     print(f"leaderboard: {out / 'leaderboard.md'}")

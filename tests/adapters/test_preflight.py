@@ -62,3 +62,15 @@ def test_umni_run_warns_before_the_run_and_can_skip_it(tmp_path: Path, capsys: p
         assert main([*common, "--role", f"judge=openai/judge-vl?base_url={server.base_url}", "--out", str(tmp_path / "c2"),
                      "--no-preflight"]) == 0
         assert server.count("/models") == before
+
+
+def test_a_sweep_probes_each_shared_backend_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with OpenAIStubServer(models=["judge-vlm"]) as server:
+        sweep = tmp_path / "sweep.yaml"
+        sweep.write_text(
+            f"out: {tmp_path / 's'}\ncache: {tmp_path / 'c'}\nprotocols: [wise]\nmodels: [sim/umm]\nseeds: [0, 1]\nlimit: 1\n"
+            f'roles: [{{judge: "openai/judge-vl?base_url={server.base_url}"}}]\n'
+        )
+        assert main(["sweep", str(sweep)]) == 0
+        assert server.count("/models") == 1  # two runs, one backend
+    assert capsys.readouterr().err.count("pre-flight: openai/judge-vl at") == 1

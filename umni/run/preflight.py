@@ -15,12 +15,14 @@ from umni.backends.bindings import Bindings
 from umni.backends.contract import Backend
 
 
-def preflight(bindings: Bindings) -> list[str]:
-    """Every problem the bound backends' probes find, in binding order."""
+def preflight(*all_bindings: Bindings) -> list[str]:
+    """Every problem the bound backends' probes find, in binding order; a backend shared by several
+    runs (a sweep's) is probed once, for every role any of them binds it to."""
     by_backend: dict[int, tuple[Backend, set[str]]] = {}
-    for role in bindings.roles():
-        backend = bindings[role]
-        by_backend.setdefault(id(backend), (backend, set()))[1].add(role)
+    for bindings in all_bindings:
+        for role in bindings.roles():
+            backend = bindings[role]
+            by_backend.setdefault(id(backend), (backend, set()))[1].add(role)
     found: dict[int, list[str]] = {}
 
     async def probe_all() -> None:

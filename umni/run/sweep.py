@@ -41,6 +41,7 @@ from __future__ import annotations
 import itertools
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,7 @@ from umni.protocols.caseio import validation_errors
 from umni.reporting.leaderboard import build_tables, write_leaderboard
 from umni.run.config import RunConfig, build_config
 from umni.run.evaluation import RunResult, default_cache_dir, evaluate_async, prepare
+from umni.run.preflight import preflight
 from umni.run.slurm import slurm_script
 from umni.run.units import HEARTBEAT_S, Unit, UnitBook, plan, select
 from umni.store.artifacts import fingerprint
@@ -238,11 +240,13 @@ def _unit_request(sweep: SweepFile, unit: Unit) -> RunConfig:
     return build_config(given, source=f"{source}, shard {unit.shard}" if unit.shard else source)
 
 
-def run_sweep(path: Path) -> tuple[Path, list[RunResult]]:
+def run_sweep(path: Path, *, warn: Callable[[str], None] | None = None) -> tuple[Path, list[RunResult]]:
+    """Run every run of the sweep in this process; `warn` gets each pre-flight problem (None: no probe)."""
     sweep = load_sweep(path)
     requests = expand(sweep)
     shared: dict[str, Any] = {}
     prepared = [prepare(r, shared=shared) for r in requests]  # every input error before any work
+    _preflight(prepared, warn)
     return anyio.run(lambda: _run_all(sweep, requests, prepared, shared))
 
 
@@ -294,7 +298,13 @@ class ShardOutcome:
     assembled: Path | None
 
 
-def run_sweep_shard(path: Path, part_text: str) -> ShardOutcome:
+def _preflight(prepared: list[Any], warn: Callable[[str], None] | None) -> None:
+    if warn is not None and prepared:
+        for problem in preflight(*(p.bindings for p in prepared)):
+            warn(problem)
+
+
+def run_sweep_shard(path: Path, part_text: str, *, warn: Callable[[str], None] | None = None) -> ShardOutcome:
     """Run sweep shard I of N: its share of the work units, each skipped when already done; the last
     shard to finish (any, when they all are) assembles the sweep's leaderboard from the store."""
     sweep = load_sweep(path)
@@ -311,6 +321,7 @@ def run_sweep_shard(path: Path, part_text: str) -> ShardOutcome:
     requests = [_unit_request(sweep, u) for u in todo]
     shared: dict[str, Any] = {}
     prepared = [prepare(r, shared=shared) for r in requests]  # every input error before any work
+    _preflight(prepared, warn)
     ran = anyio.run(lambda: _run_units(sweep, part, todo, requests, prepared, shared, book))
     assembled = None
     if all(book.is_done(u) for u in units):
