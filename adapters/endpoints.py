@@ -6,7 +6,8 @@ made one at a time spread out), waiting when every live server is at its limit r
 overloading one. A server that fails in a way another server would not (unreachable, reset,
 timed out, 502/503/504) is set aside for a cool-off and the call goes to another; a 429 sets aside
 only that server, for as long as it asks. When none is left the caller gets `FleetDown`, which says
-when the first one comes back. Each server set aside and each return is reported (`on_event`), so a
+when the first one comes back. With ``adaptive`` on, each server's limit follows AIMD (halved on
+429 or a slow reply, grown by one per round of good replies up to the cap). Each server set aside and each return is reported (`on_event`), so a
 run records it in its event log and counts it in summary.json.
 """
 
@@ -26,6 +27,10 @@ C = TypeVar("C")
 
 #: Seconds a server that failed is left out before calls go to it again.
 DEFAULT_COOL_OFF_S = 10.0
+#: Cap of calls in flight per server of an adaptive fleet without ``per_endpoint``.
+DEFAULT_ADAPTIVE_CEILING = 16
+#: Seconds after a cut of an adaptive limit during which further throttled replies do not cut it again.
+ADAPTIVE_CUT_GAP_S = 1.0
 
 
 def public_url(url: str) -> str:
@@ -34,6 +39,11 @@ def public_url(url: str) -> str:
     host = parts.hostname or ""
     port = f":{parts.port}" if parts.port else ""
     return f"{parts.scheme}://{host}{port}{parts.path.rstrip('/')}"
+
+
+def _whole(limit: float) -> float:
+    """An adaptive limit as calls: its whole part (it grows by fractions); inf stays inf."""
+    return limit if math.isinf(limit) else math.floor(limit)
 
 
 @dataclass(eq=False)
@@ -50,6 +60,10 @@ class Endpoint(Generic[C]):
     last_used: int = 0
     #: Set aside and not yet seen back (so its return is reported once).
     aside: bool = False
+    #: Calls this server may have in flight now (adaptive fleets change it; inf: the fleet's cap only).
+    limit: float = math.inf
+    #: `clock()` time of the last cut of `limit` (one cut per burst of throttled replies).
+    last_cut: float = -math.inf
 
     @property
     def name(self) -> str:
@@ -84,6 +98,8 @@ class Fleet(Generic[C]):
         cool_off_s: float = DEFAULT_COOL_OFF_S,
         clock: Callable[[], float] = time.monotonic,
         on_event: Callable[..., None] | None = None,
+        adaptive: bool = False,
+        latency_target: float | None = None,
     ) -> None:
         if not endpoints:
             raise ValueError("a fleet needs at least one server")
@@ -93,8 +109,16 @@ class Fleet(Generic[C]):
         self._clock = clock
         self._uses = itertools.count(1)
         self._waiters: list[anyio.Event] = []
-        #: Called as ``on_event("server.set_aside" | "server.returned", server=…, reason=…, …)``.
+        #: Called as ``on_event("server.set_aside" | "server.returned" | "server.slowed", server=…, reason=…, …)``.
         self._on_event = on_event
+        #: AIMD per server: start at the cap, halve on a 429 or a reply slower than `latency_target`,
+        #: add one per round of good replies, never above the cap.
+        self.adaptive = adaptive
+        self.latency_target = latency_target
+        self.ceiling = float(per_endpoint) if per_endpoint is not None else float(DEFAULT_ADAPTIVE_CEILING)
+        if adaptive:
+            for endpoint in self.endpoints:
+                endpoint.limit = self.ceiling
 
     def __len__(self) -> int:
         return len(self.endpoints)
@@ -113,13 +137,38 @@ class Fleet(Generic[C]):
             if not live:
                 waits = [e.down_until - now for e in self.endpoints if e.down_until > now]
                 raise FleetDown(list(self.endpoints), min(waits) if waits else None)
-            free = [(i, e) for i, e in live if e.in_flight < self.limit]
+            free = [(i, e) for i, e in live if e.in_flight < min(self.limit, _whole(e.limit))]
             if free:
                 index, best = min(free, key=lambda pair: (pair[1].in_flight, pair[1].last_used))
                 best.in_flight += 1
                 best.last_used = next(self._uses)
                 return index, best
             await self._wait(now)
+
+    def feedback(self, endpoint: Endpoint[C], *, throttled: bool, seconds: float | None) -> None:
+        """How a call on `endpoint` went, for adaptive fleets: a 429 or a reply slower than the latency
+        target halves its limit (once per cool-down of a second: the other calls of the same burst were
+        already sent), a good reply adds 1/limit (one per round of calls), up to the cap."""
+        if not self.adaptive:
+            return
+        slow = self.latency_target is not None and seconds is not None and seconds > self.latency_target
+        if throttled or slow:
+            now = self._clock()
+            if now - endpoint.last_cut < ADAPTIVE_CUT_GAP_S:
+                return
+            endpoint.last_cut = now
+            before = endpoint.limit
+            endpoint.limit = max(1.0, math.floor(endpoint.limit / 2))
+            if endpoint.limit < before:
+                why = "HTTP 429" if throttled else f"reply took {seconds:.2f}s > latency_target {self.latency_target:g}s"
+                self._report("server.slowed", server=endpoint.name, reason=why, limit=int(endpoint.limit))
+            return
+        grown = min(self.ceiling, endpoint.limit + 1.0 / endpoint.limit)
+        if math.floor(grown) > math.floor(endpoint.limit):
+            waiters, self._waiters = self._waiters, []
+            for event in waiters:
+                event.set()
+        endpoint.limit = grown
 
     def _note_returns(self, now: float) -> None:
         for endpoint in self.endpoints:

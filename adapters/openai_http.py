@@ -138,7 +138,8 @@ OPENAI_API_HOST = "api.openai.com"
 
 #: Parameters that change only how the server is reached or how many calls run at once.
 CONNECTION_PARAMS = frozenset(
-    {"base_url", "api_key_env", "roles", "connect_timeout", "token_field", "per_endpoint", "cool_off"}
+    {"base_url", "api_key_env", "roles", "connect_timeout", "token_field", "per_endpoint", "cool_off",
+     "adaptive", "latency_target"}
 )
 #: Answers of a server that is down or restarting; another server of the fleet may well answer.
 FAILOVER_STATUS = frozenset({502, 503, 504})
@@ -175,6 +176,9 @@ class OpenAIParams(BackendParams):
     max_pixels: PositiveInt = DEFAULT_MAX_PIXELS
     per_endpoint: PositiveInt | None = None
     cool_off: PositiveFloat = DEFAULT_COOL_OFF_S
+    #: AIMD calls in flight per server (up to per_endpoint, else 16): halved on 429 or a slow reply
+    adaptive: bool = False
+    latency_target: PositiveFloat | None = None
 
     @field_validator("base_url")
     @classmethod
@@ -235,6 +239,8 @@ class OpenAIBackend(Backend):
         self.base_urls = params.base_url.split(",")
         self.per_endpoint = params.per_endpoint
         self.cool_off_s = params.cool_off
+        self.adaptive = params.adaptive
+        self.latency_target = params.latency_target
         self.base_url = self.base_urls[0]
         self.host = urlsplit(self.base_url).hostname or ""
         self.api_key_env = params.api_key_env
@@ -333,6 +339,8 @@ class OpenAIBackend(Backend):
             per_endpoint=self.per_endpoint,
             cool_off_s=self.cool_off_s,
             on_event=self.notify,
+            adaptive=self.adaptive,
+            latency_target=self.latency_target,
         )
         self._client = clients[0]
 
@@ -621,10 +629,13 @@ class OpenAIBackend(Backend):
         fleet = self._require_fleet()
         if len(fleet) == 1:
             _, endpoint = await fleet.acquire()
+            began = time.monotonic()
             try:
-                return await self._post_to(endpoint, f"{self._who()} {path}", path, json_body, data, files), self._who()
+                response = await self._post_to(endpoint, f"{self._who()} {path}", path, json_body, data, files)
             finally:
                 fleet.release(endpoint)
+            fleet.feedback(endpoint, throttled=response.status_code == 429, seconds=time.monotonic() - began)
+            return response, self._who()
         skip: set[int] = set()
         tried: dict[str, str] = {}
         while True:
@@ -640,6 +651,7 @@ class OpenAIBackend(Backend):
                 ) from None
             skip.add(index)
             who = f"openai/{self.model} at {endpoint.name}"
+            began = time.monotonic()
             try:
                 response = await self._post_to(endpoint, f"{who} {path}", path, json_body, data, files)
             except (httpx.TimeoutException, httpx.TransportError) as exc:
@@ -657,6 +669,7 @@ class OpenAIBackend(Backend):
             finally:
                 fleet.release(endpoint)
             status = response.status_code
+            fleet.feedback(endpoint, throttled=status == 429, seconds=time.monotonic() - began)
             if status in FAILOVER_STATUS or status == 429:
                 tried[endpoint.name] = f"HTTP {status}" + (" (rate limited)" if status == 429 else "")
                 fleet.set_aside(endpoint, tried[endpoint.name], parse_retry_after(response.headers))

@@ -42,9 +42,10 @@ class ServerLog:
         def heard(event: str, **fields: Any) -> None:
             self.events.emit(event, backend=who, **fields)
             server = fields.get("server")
-            if event in ("server.set_aside", "server.returned") and isinstance(server, str):
+            if event.startswith("server.") and isinstance(server, str):
                 entry = self.per_server.setdefault(server, {"backend": who, "set_aside": 0, "returned": 0})
-                entry[event.removeprefix("server.")] += 1
+                what = event.removeprefix("server.")  # set_aside, returned, slowed (an adaptive limit cut)
+                entry[what] = entry.get(what, 0) + 1
                 entry["last_reason"] = fields.get("reason", "")
 
         return heard
