@@ -11,8 +11,8 @@ import anyio
 from reliability_support import letter_by_hash
 from test_endpoint_fleet import run
 
-from umni_adapters.endpoints import Fleet
 from tests.support.openai_server import Fault, OpenAIStubServer
+from umni_adapters.endpoints import Fleet
 
 
 class Clock:
