@@ -64,6 +64,8 @@ class Endpoint(Generic[C]):
     limit: float = math.inf
     #: `clock()` time of the last cut of `limit` (one cut per burst of throttled replies).
     last_cut: float = -math.inf
+    #: No longer listed by the fleet's discovery file: never chosen again (kept so indices stay put).
+    retired: bool = False
 
     @property
     def name(self) -> str:
@@ -121,7 +123,30 @@ class Fleet(Generic[C]):
                 endpoint.limit = self.ceiling
 
     def __len__(self) -> int:
-        return len(self.endpoints)
+        return sum(not e.retired for e in self.endpoints)
+
+    def sync(self, urls: Sequence[str], make_client: Callable[[str], C]) -> None:
+        """Serve exactly `urls` from now on (a discovery file was rewritten): new servers join, servers
+        no longer listed retire once their calls in flight end (they are never chosen again)."""
+        wanted = list(dict.fromkeys(urls))
+        if not wanted:
+            return  # an empty list is a launcher mid-rewrite, not a fleet of none
+        known = {e.url: e for e in self.endpoints}
+        for endpoint in self.endpoints:
+            leaving = endpoint.url not in wanted
+            if leaving != endpoint.retired:
+                endpoint.retired = leaving
+                self._report("server.removed" if leaving else "server.added", server=endpoint.name, reason="discovery file")
+        for url in wanted:
+            if url not in known:
+                endpoint = Endpoint(url, make_client(url))
+                if self.adaptive:
+                    endpoint.limit = self.ceiling
+                self.endpoints.append(endpoint)
+                self._report("server.added", server=endpoint.name, reason="discovery file")
+        waiters, self._waiters = self._waiters, []
+        for event in waiters:
+            event.set()
 
     async def acquire(self, skip: set[int] | None = None) -> tuple[int, Endpoint[C]]:
         """A slot on the least busy live server not in `skip` (indices), waiting for one to free.
@@ -133,10 +158,10 @@ class Fleet(Generic[C]):
         while True:
             now = self._clock()
             self._note_returns(now)
-            live = [(i, e) for i, e in enumerate(self.endpoints) if i not in skip and e.down_until <= now]
+            live = [(i, e) for i, e in enumerate(self.endpoints) if i not in skip and not e.retired and e.down_until <= now]
             if not live:
                 waits = [e.down_until - now for e in self.endpoints if e.down_until > now]
-                raise FleetDown(list(self.endpoints), min(waits) if waits else None)
+                raise FleetDown([e for e in self.endpoints if not e.retired], min(waits) if waits else None)
             free = [(i, e) for i, e in live if e.in_flight < min(self.limit, _whole(e.limit))]
             if free:
                 index, best = min(free, key=lambda pair: (pair[1].in_flight, pair[1].last_used))
@@ -189,7 +214,7 @@ class Fleet(Generic[C]):
     def set_aside(self, endpoint: Endpoint[C], reason: str, seconds: float | None = None) -> None:
         """Leave `endpoint` out for `seconds` (the cool-off when None). A lone server is never set
         aside: there is nothing to fail over to, and the engine's retries already wait."""
-        if len(self.endpoints) == 1:
+        if len(self) == 1:
             return
         pause = self.cool_off_s if seconds is None else seconds
         endpoint.down_until = max(endpoint.down_until, self._clock() + pause)

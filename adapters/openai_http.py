@@ -68,6 +68,7 @@ import re
 import time
 from collections.abc import Mapping, Sequence
 from email.utils import parsedate_to_datetime
+from pathlib import Path
 from typing import Any, ClassVar, Literal
 from urllib.parse import unquote_to_bytes, urlsplit
 
@@ -139,7 +140,7 @@ OPENAI_API_HOST = "api.openai.com"
 #: Parameters that change only how the server is reached or how many calls run at once.
 CONNECTION_PARAMS = frozenset(
     {"base_url", "api_key_env", "roles", "connect_timeout", "token_field", "per_endpoint", "cool_off",
-     "adaptive", "latency_target"}
+     "adaptive", "latency_target", "base_url_file"}
 )
 #: Answers of a server that is down or restarting; another server of the fleet may well answer.
 FAILOVER_STATUS = frozenset({502, 503, 504})
@@ -179,6 +180,8 @@ class OpenAIParams(BackendParams):
     #: AIMD calls in flight per server (up to per_endpoint, else 16): halved on 429 or a slow reply
     adaptive: bool = False
     latency_target: PositiveFloat | None = None
+    #: a file listing the servers (one URL a line) that a launcher rewrites; re-read when it changes
+    base_url_file: str | None = None
 
     @field_validator("base_url")
     @classmethod
@@ -218,6 +221,23 @@ ENDPOINT_USERS = {
     "/images/generations": "role generate calls it (a plain vLLM or SGLang chat server has none: bind generate elsewhere)",
     "/images/edits": "roles edit, and generate with context images (GENIUS interleaved), call it",
 }
+#: Seconds between looks at a discovery file (`base_url_file`).
+DISCOVERY_LOOK_S = 1.0
+
+
+def read_url_file(path: Path) -> list[str] | None:
+    """The server URLs a discovery file lists (one a line, # comments), or None when it is missing,
+    empty or holds a line that is not an http(s) URL."""
+    try:
+        lines = path.read_text().splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None
+    urls = [line.strip().rstrip("/") for line in lines if line.strip() and not line.lstrip().startswith("#")]
+    if not urls or any(urlsplit(u).scheme not in ("http", "https") or not urlsplit(u).hostname for u in urls):
+        return None
+    return urls
+
+
 #: Seconds each pre-flight request may take.
 PREFLIGHT_TIMEOUT_S = 10.0
 
@@ -237,6 +257,21 @@ class OpenAIBackend(Backend):
         #: Several servers of the same model (same weights, revision and serving configuration), chosen
         #: per call by `endpoints.Fleet`.
         self.base_urls = params.base_url.split(",")
+        #: A file a launcher rewrites with the servers' URLs (`base_url_file`); its (mtime, size) when read.
+        self.discovery = Path(params.base_url_file) if params.base_url_file else None
+        self._discovered: tuple[int, int] | None = None
+        self._next_look = 0.0
+        if self.discovery is not None:
+            if "base_url" in spec.options:
+                raise ConfigError(f"backend spec '{spec}': give base_url or base_url_file, not both", field="base_url_file")
+            urls = read_url_file(self.discovery)
+            if urls is None:
+                raise ConfigError(
+                    f"backend spec '{spec}': base_url_file {self.discovery} is missing, empty or holds a line that is "
+                    "not an http(s) URL",
+                    field="base_url_file",
+                )
+            self.base_urls = urls
         self.per_endpoint = params.per_endpoint
         self.cool_off_s = params.cool_off
         self.adaptive = params.adaptive
@@ -286,7 +321,7 @@ class OpenAIBackend(Backend):
         params = {k: v for k, v in self.spec.params if k not in self.operational_params}
         if self.extra_body:  # by content: two spellings of the same JSON are the same request
             params["extra_body"] = json.dumps(self.extra_body, sort_keys=True, separators=(",", ":"))
-        if len(self.base_urls) > 1:  # replicas of one served model: the answers are the model's, not a server's
+        if len(self.base_urls) > 1 or self.discovery is not None:  # replicas of one served model: the answers are the model's
             return {"provider": self.provider, "name": self.model, "params": params}
         return {"provider": self.provider, "name": self.model, "endpoint": _endpoint(self.base_url), "params": params}
 
@@ -299,7 +334,8 @@ class OpenAIBackend(Backend):
         return len(self.base_urls) * (self.per_endpoint or self.default_concurrency)
 
     def servers(self) -> list[str]:
-        return [public_url(url) for url in self.base_urls] if len(self.base_urls) > 1 else []
+        several = len(self.base_urls) > 1 or self.discovery is not None
+        return [public_url(url) for url in self.base_urls] if several else []
 
     @property
     def pooled(self) -> bool:
@@ -324,16 +360,8 @@ class OpenAIBackend(Backend):
         register_secret(self._api_key)
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
-        connections = max(self.per_endpoint or self.concurrency, 1) * 2
-        clients = [
-            httpx.AsyncClient(
-                base_url=url,
-                headers=headers,
-                timeout=httpx.Timeout(self.timeout_s, connect=self.connect_timeout_s),
-                limits=httpx.Limits(max_connections=connections),
-            )
-            for url in self.base_urls
-        ]
+        self._headers = headers
+        clients = [self._make_client(url) for url in self.base_urls]
         self._fleet = Fleet(
             list(zip(self.base_urls, clients, strict=True)),
             per_endpoint=self.per_endpoint,
@@ -343,6 +371,32 @@ class OpenAIBackend(Backend):
             latency_target=self.latency_target,
         )
         self._client = clients[0]
+
+    def _make_client(self, url: str) -> httpx.AsyncClient:
+        connections = max(self.per_endpoint or self.concurrency, 1) * 2
+        return httpx.AsyncClient(
+            base_url=url,
+            headers=self._headers,
+            timeout=httpx.Timeout(self.timeout_s, connect=self.connect_timeout_s),
+            limits=httpx.Limits(max_connections=connections),
+        )
+
+    def _rediscover(self, fleet: Fleet[httpx.AsyncClient]) -> None:
+        """Follow the discovery file: looked at once a second at most, re-read when it changed; a file
+        caught mid-rewrite (missing, empty, a bad line) leaves the servers as they were."""
+        if self.discovery is None or time.monotonic() < self._next_look:
+            return
+        self._next_look = time.monotonic() + DISCOVERY_LOOK_S
+        try:
+            stat = self.discovery.stat()
+        except OSError:
+            return
+        if (stat.st_mtime_ns, stat.st_size) == self._discovered:
+            return
+        urls = read_url_file(self.discovery)
+        if urls is not None:
+            self._discovered = (stat.st_mtime_ns, stat.st_size)
+            fleet.sync(urls, self._make_client)
 
     async def aclose(self) -> None:
         if self._fleet is not None:
@@ -627,6 +681,7 @@ class OpenAIBackend(Backend):
         when none is left, one retryable BackendError names them all.
         """
         fleet = self._require_fleet()
+        self._rediscover(fleet)
         if len(fleet) == 1:
             _, endpoint = await fleet.acquire()
             began = time.monotonic()
