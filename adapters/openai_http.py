@@ -68,6 +68,7 @@ import re
 import time
 from collections.abc import Mapping, Sequence
 from email.utils import parsedate_to_datetime
+from pathlib import Path
 from typing import Any, ClassVar, Literal
 from urllib.parse import unquote_to_bytes, urlsplit
 
@@ -91,7 +92,7 @@ from umni.util.errors import BackendError, ConfigError, Refusal
 from umni.util.secrets import mask, register_secret, scrub, truncate
 from umni.util.spec import Spec
 
-from .endpoints import DEFAULT_COOL_OFF_S, Endpoint, Fleet, FleetDown
+from .endpoints import DEFAULT_COOL_OFF_S, Endpoint, Fleet, FleetDown, public_url
 from .http_limits import (
     DEFAULT_MAX_PIXELS,
     DEFAULT_MAX_RESPONSE_BYTES,
@@ -138,7 +139,8 @@ OPENAI_API_HOST = "api.openai.com"
 
 #: Parameters that change only how the server is reached or how many calls run at once.
 CONNECTION_PARAMS = frozenset(
-    {"base_url", "api_key_env", "roles", "connect_timeout", "token_field", "per_endpoint", "cool_off"}
+    {"base_url", "api_key_env", "roles", "connect_timeout", "token_field", "per_endpoint", "cool_off",
+     "adaptive", "latency_target", "base_url_file"}
 )
 #: Answers of a server that is down or restarting; another server of the fleet may well answer.
 FAILOVER_STATUS = frozenset({502, 503, 504})
@@ -175,6 +177,11 @@ class OpenAIParams(BackendParams):
     max_pixels: PositiveInt = DEFAULT_MAX_PIXELS
     per_endpoint: PositiveInt | None = None
     cool_off: PositiveFloat = DEFAULT_COOL_OFF_S
+    #: AIMD calls in flight per server (up to per_endpoint, else 16): halved on 429 or a slow reply
+    adaptive: bool = False
+    latency_target: PositiveFloat | None = None
+    #: a file listing the servers (one URL a line) that a launcher rewrites; re-read when it changes
+    base_url_file: str | None = None
 
     @field_validator("base_url")
     @classmethod
@@ -203,6 +210,38 @@ def check_extra_body(body: Mapping[str, Any], where: str) -> None:
         raise ValueError(f"{where} may not set {', '.join(taken)}: umni sets those (use the spec parameter)")
 
 
+#: The endpoints each role calls (under base_url); README "Which endpoints each role calls" says the same.
+ENDPOINTS_BY_ROLE: dict[str, tuple[str, ...]] = {
+    "understand": ("/chat/completions",),
+    "judge": ("/chat/completions",),
+    "generate": ("/images/generations", "/images/edits"),  # a prompt with context images goes to edits
+    "edit": ("/images/edits",),
+}
+ENDPOINT_USERS = {
+    "/images/generations": "role generate calls it (a plain vLLM or SGLang chat server has none: bind generate elsewhere)",
+    "/images/edits": "roles edit, and generate with context images (GENIUS interleaved), call it",
+}
+#: Seconds between looks at a discovery file (`base_url_file`).
+DISCOVERY_LOOK_S = 1.0
+
+
+def read_url_file(path: Path) -> list[str] | None:
+    """The server URLs a discovery file lists (one a line, # comments), or None when it is missing,
+    empty or holds a line that is not an http(s) URL."""
+    try:
+        lines = path.read_text().splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None
+    urls = [line.strip().rstrip("/") for line in lines if line.strip() and not line.lstrip().startswith("#")]
+    if not urls or any(urlsplit(u).scheme not in ("http", "https") or not urlsplit(u).hostname for u in urls):
+        return None
+    return urls
+
+
+#: Seconds each pre-flight request may take.
+PREFLIGHT_TIMEOUT_S = 10.0
+
+
 class OpenAIBackend(Backend):
     """Chat completions for understand/judge, the Images API for generate/edit."""
 
@@ -218,8 +257,25 @@ class OpenAIBackend(Backend):
         #: Several servers of the same model (same weights, revision and serving configuration), chosen
         #: per call by `endpoints.Fleet`.
         self.base_urls = params.base_url.split(",")
+        #: A file a launcher rewrites with the servers' URLs (`base_url_file`); its (mtime, size) when read.
+        self.discovery = Path(params.base_url_file) if params.base_url_file else None
+        self._discovered: tuple[int, int] | None = None
+        self._next_look = 0.0
+        if self.discovery is not None:
+            if "base_url" in spec.options:
+                raise ConfigError(f"backend spec '{spec}': give base_url or base_url_file, not both", field="base_url_file")
+            urls = read_url_file(self.discovery)
+            if urls is None:
+                raise ConfigError(
+                    f"backend spec '{spec}': base_url_file {self.discovery} is missing, empty or holds a line that is "
+                    "not an http(s) URL",
+                    field="base_url_file",
+                )
+            self.base_urls = urls
         self.per_endpoint = params.per_endpoint
         self.cool_off_s = params.cool_off
+        self.adaptive = params.adaptive
+        self.latency_target = params.latency_target
         self.base_url = self.base_urls[0]
         self.host = urlsplit(self.base_url).hostname or ""
         self.api_key_env = params.api_key_env
@@ -265,7 +321,7 @@ class OpenAIBackend(Backend):
         params = {k: v for k, v in self.spec.params if k not in self.operational_params}
         if self.extra_body:  # by content: two spellings of the same JSON are the same request
             params["extra_body"] = json.dumps(self.extra_body, sort_keys=True, separators=(",", ":"))
-        if len(self.base_urls) > 1:  # replicas of one served model: the answers are the model's, not a server's
+        if len(self.base_urls) > 1 or self.discovery is not None:  # replicas of one served model: the answers are the model's
             return {"provider": self.provider, "name": self.model, "params": params}
         return {"provider": self.provider, "name": self.model, "endpoint": _endpoint(self.base_url), "params": params}
 
@@ -276,6 +332,10 @@ class OpenAIBackend(Backend):
         if "concurrency" in self.spec.options:
             return super().concurrency
         return len(self.base_urls) * (self.per_endpoint or self.default_concurrency)
+
+    def servers(self) -> list[str]:
+        several = len(self.base_urls) > 1 or self.discovery is not None
+        return [public_url(url) for url in self.base_urls] if several else []
 
     @property
     def pooled(self) -> bool:
@@ -300,20 +360,43 @@ class OpenAIBackend(Backend):
         register_secret(self._api_key)
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
-        connections = max(self.per_endpoint or self.concurrency, 1) * 2
-        clients = [
-            httpx.AsyncClient(
-                base_url=url,
-                headers=headers,
-                timeout=httpx.Timeout(self.timeout_s, connect=self.connect_timeout_s),
-                limits=httpx.Limits(max_connections=connections),
-            )
-            for url in self.base_urls
-        ]
+        self._headers = headers
+        clients = [self._make_client(url) for url in self.base_urls]
         self._fleet = Fleet(
-            list(zip(self.base_urls, clients, strict=True)), per_endpoint=self.per_endpoint, cool_off_s=self.cool_off_s
+            list(zip(self.base_urls, clients, strict=True)),
+            per_endpoint=self.per_endpoint,
+            cool_off_s=self.cool_off_s,
+            on_event=self.notify,
+            adaptive=self.adaptive,
+            latency_target=self.latency_target,
         )
         self._client = clients[0]
+
+    def _make_client(self, url: str) -> httpx.AsyncClient:
+        connections = max(self.per_endpoint or self.concurrency, 1) * 2
+        return httpx.AsyncClient(
+            base_url=url,
+            headers=self._headers,
+            timeout=httpx.Timeout(self.timeout_s, connect=self.connect_timeout_s),
+            limits=httpx.Limits(max_connections=connections),
+        )
+
+    def _rediscover(self, fleet: Fleet[httpx.AsyncClient]) -> None:
+        """Follow the discovery file: looked at once a second at most, re-read when it changed; a file
+        caught mid-rewrite (missing, empty, a bad line) leaves the servers as they were."""
+        if self.discovery is None or time.monotonic() < self._next_look:
+            return
+        self._next_look = time.monotonic() + DISCOVERY_LOOK_S
+        try:
+            stat = self.discovery.stat()
+        except OSError:
+            return
+        if (stat.st_mtime_ns, stat.st_size) == self._discovered:
+            return
+        urls = read_url_file(self.discovery)
+        if urls is not None:
+            self._discovered = (stat.st_mtime_ns, stat.st_size)
+            fleet.sync(urls, self._make_client)
 
     async def aclose(self) -> None:
         if self._fleet is not None:
@@ -321,6 +404,47 @@ class OpenAIBackend(Backend):
                 await endpoint.client.aclose()
             self._fleet = None
             self._client = None
+
+    # -- pre-flight ----------------------------------------------------------------------------------
+
+    async def preflight(self, roles: frozenset[str]) -> list[str]:
+        """One GET of ``/models`` per server (reachable, key accepted, model served), and for bound image
+        roles an empty POST to each images endpoint they call (404: the server has none; any other
+        answer, such as 400 for the missing prompt, means it is there). No request costs a model call."""
+        paths = {path for role in roles for path in ENDPOINTS_BY_ROLE.get(role, ())}
+        problems: list[str] = []
+        key = os.environ.get(self.api_key_env) or None
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        for url in self.base_urls:
+            who = f"openai/{self.model} at {public_url(url)}"
+            async with httpx.AsyncClient(base_url=url, headers=headers, timeout=PREFLIGHT_TIMEOUT_S) as client:
+                problems += await self._probe(client, who, key, sorted(paths - {"/chat/completions"}))
+        return problems
+
+    async def _probe(self, client: httpx.AsyncClient, who: str, key: str | None, image_paths: list[str]) -> list[str]:
+        try:
+            listed = await client.get("/models")
+        except httpx.HTTPError as exc:
+            return [f"{who}: no answer ({type(exc).__name__}); is base_url right and the server up?"]
+        if listed.status_code in (401, 403):
+            given = f"the key from {self.api_key_env}" if key else f"no key ({self.api_key_env} is not set)"
+            return [f"{who}: HTTP {listed.status_code}, the server refused {given}"]
+        problems = []
+        if listed.status_code == 200:
+            try:
+                served = [str(m.get("id")) for m in listed.json().get("data", []) if isinstance(m, dict)]
+            except (ValueError, AttributeError):
+                served = []
+            if served and self.model not in served:
+                problems.append(f"{who}: the server does not serve '{self.model}' (it serves {', '.join(served[:5])}); wrong model name?")
+        for path in image_paths:
+            try:
+                answer = await (client.post(path, json={}) if path == "/images/generations" else client.post(path, data={"x": ""}))
+            except httpx.HTTPError:
+                continue  # it answered /models: a failure here is left to the run's retries
+            if answer.status_code in (404, 405):
+                problems.append(f"{who}: no {path} endpoint (HTTP {answer.status_code}); {ENDPOINT_USERS[path]}")
+        return problems
 
     # -- understand / judge ------------------------------------------------------------------------
 
@@ -557,12 +681,16 @@ class OpenAIBackend(Backend):
         when none is left, one retryable BackendError names them all.
         """
         fleet = self._require_fleet()
+        self._rediscover(fleet)
         if len(fleet) == 1:
             _, endpoint = await fleet.acquire()
+            began = time.monotonic()
             try:
-                return await self._post_to(endpoint, f"{self._who()} {path}", path, json_body, data, files), self._who()
+                response = await self._post_to(endpoint, f"{self._who()} {path}", path, json_body, data, files)
             finally:
                 fleet.release(endpoint)
+            fleet.feedback(endpoint, throttled=response.status_code == 429, seconds=time.monotonic() - began)
+            return response, self._who()
         skip: set[int] = set()
         tried: dict[str, str] = {}
         while True:
@@ -578,6 +706,7 @@ class OpenAIBackend(Backend):
                 ) from None
             skip.add(index)
             who = f"openai/{self.model} at {endpoint.name}"
+            began = time.monotonic()
             try:
                 response = await self._post_to(endpoint, f"{who} {path}", path, json_body, data, files)
             except (httpx.TimeoutException, httpx.TransportError) as exc:
@@ -595,6 +724,7 @@ class OpenAIBackend(Backend):
             finally:
                 fleet.release(endpoint)
             status = response.status_code
+            fleet.feedback(endpoint, throttled=status == 429, seconds=time.monotonic() - began)
             if status in FAILOVER_STATUS or status == 429:
                 tried[endpoint.name] = f"HTTP {status}" + (" (rate limited)" if status == 429 else "")
                 fleet.set_aside(endpoint, tried[endpoint.name], parse_retry_after(response.headers))

@@ -85,12 +85,12 @@ def _proc(pid: int) -> tuple[float, float]:
 
 def run(*, cases: int, resamples: int = 30) -> dict[str, Any]:
     from umni.protocols.protocol import get_protocol
-    from umni.reporting import leaderboard
+    from umni.reporting import runset
     from umni.reporting.caseindex import write_viewer_files
 
     with tempfile.TemporaryDirectory() as tmp:
         big = make_run(Path(tmp), cases)
-        leaderboard.BOOTSTRAP_RESAMPLES = resamples
+        runset.BOOTSTRAP_RESAMPLES = resamples
         began = time.perf_counter()
         write_viewer_files(big, get_protocol("umnibench"), json.loads((big / "summary.json").read_text()))
         finish_s = time.perf_counter() - began

@@ -173,6 +173,8 @@ class OpenAIStubServer:
         patch_completion: Callable[[dict[str, Any]], None] | None = None,
         data_urls: bool = False,
         port: int = 0,
+        models: list[str] | None = None,
+        chat_only: bool = False,
     ) -> None:
         """
         latency: seconds added to every request before it is served (benchmarks).
@@ -184,7 +186,11 @@ class OpenAIStubServer:
             ``finish_reason`` of ``content_filter``, usage removed …).
         data_urls: an image asked for by URL is answered with a ``data:`` URL holding the PNG.
         port: the port on 127.0.0.1 to listen on (0: a free one, see `port` once started).
+        models: when given, ``GET /v1/models`` lists these ids (otherwise it is a 404, as before).
+        chat_only: the images endpoints answer 404, as a plain vLLM chat server does.
         """
+        self.models = models
+        self.chat_only = chat_only
         self.latency = latency
         self.answer_word = answer_word
         self.responder = responder or self._default_reply
@@ -401,7 +407,11 @@ class _Handler(BaseHTTPRequestHandler):
 
         corrupt = fault is not None and fault.kind == "bad_image"
         try:
-            if method == "GET" and path.startswith("/v1/files/"):
+            if method == "GET" and path == "/v1/models" and stub.models is not None:
+                self._send_json(record, 200, {"object": "list", "data": [{"id": m, "object": "model"} for m in stub.models]})
+            elif stub.chat_only and path.startswith("/v1/images/"):
+                self._send_json(record, 404, {"detail": "Not Found"})
+            elif method == "GET" and path.startswith("/v1/files/"):
                 data = stub._files.get(path.rsplit("/", 1)[-1])
                 if data is None:
                     self._send_json(record, 404, {"error": {"message": f"no file {path}"}})

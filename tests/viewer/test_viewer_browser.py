@@ -218,14 +218,14 @@ def test_a_twenty_thousand_case_run_opens_at_once_in_bounded_memory(demo_runs, b
     import time
 
     from umni.protocols.protocol import get_protocol
-    from umni.reporting import leaderboard
+    from umni.reporting import runset
     from umni.reporting.caseindex import write_viewer_files
 
     big = tmp_path / "big"
     made = synthesise_thousand(demo_runs / "umnibench-0", big, n=20_000)
     # the finish step, with 30 bootstrap resamples instead of 300 (the interval's cost is not what
     # this test measures: at 300 it is minutes on 20k cases, paid once when a run finishes)
-    monkeypatch.setattr(leaderboard, "BOOTSTRAP_RESAMPLES", 30)
+    monkeypatch.setattr(runset, "BOOTSTRAP_RESAMPLES", 30)
     began = time.monotonic()
     write_viewer_files(big, get_protocol("umnibench"), json.loads((big / "summary.json").read_text()))
     finish_s = time.monotonic() - began

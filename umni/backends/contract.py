@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from importlib.metadata import entry_points
 from typing import Any, ClassVar, TypeVar
 
@@ -91,6 +91,34 @@ class Backend:
         self.params: Any = parse_params(self.Params, spec) if self.Params is not None else None
         self._started = False
         self._start_lock: anyio.Lock | None = None
+
+    @property
+    def _observers(self) -> list[Callable[..., None]]:
+        # kept in __dict__ so a plugin whose __init__ does not call ours still works
+        return self.__dict__.setdefault("_observer_list", [])
+
+    def observe(self, listener: Callable[..., None]) -> Callable[[], None]:
+        """Call ``listener(event, **fields)`` for what the backend reports about its servers (a fleet
+        server set aside or returned); returns the function that stops it. Runs route these into
+        their event log and count them in summary.json."""
+        self._observers.append(listener)
+        return lambda: self._observers.remove(listener) if listener in self._observers else None
+
+    def notify(self, event: str, **fields: Any) -> None:
+        """Tell every observer (see `observe`); a backend with nothing to report never calls it."""
+        for listener in list(self._observers):
+            listener(event, **fields)
+
+    async def preflight(self, roles: frozenset[str]) -> list[str]:
+        """Problems a cheap probe finds before a run (one line each, naming the server): a server that
+        does not answer, refuses the key, serves another model or lacks an endpoint one of `roles` (the
+        roles the run binds to this backend) calls.
+        Never a model call; the default (nothing to probe) finds none."""
+        return []
+
+    def servers(self) -> list[str]:
+        """The servers a backend spreads its calls over, as they may be shown (none: it is one thing)."""
+        return []
 
     async def ensure_started(self) -> None:
         """`start()` once, however many runs share this instance (a sweep's runs do)."""

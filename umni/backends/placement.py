@@ -12,7 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import os
+import signal
+import threading
+import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, ClassVar
 
 from umni.backends.contract import Backend, backend_class
@@ -27,10 +32,35 @@ DEFAULT_START_TIMEOUT = 300.0
 DEFAULT_MAX_RESTARTS = 3
 
 
-def connect(address: str) -> None:
-    """Join the Ray cluster at `address`; 'auto' joins a running one or starts a local one on 127.0.0.1.
+#: Most replicas one spec may ask for: a larger number is a typo (10**9), refused before any cluster work.
+MAX_REPLICAS = 1024
 
-    Only model calls go to the cluster: the cache and the run directory stay with this process.
+#: Tries at starting a private local cluster; a busy machine sometimes fails the first.
+START_TRIES = 3
+
+
+def ray_token_source() -> str | None:
+    """Where a token for a token-authenticated cluster comes from, as Ray reads it; None when there is none.
+
+    Ray reads ``RAY_AUTH_TOKEN`` (the token itself), then ``RAY_AUTH_TOKEN_PATH`` (a file), then
+    ``~/.ray/auth_token`` (which ``ray start --head`` writes). umni never reads the token itself.
+    """
+    if os.environ.get("RAY_AUTH_TOKEN"):
+        return "RAY_AUTH_TOKEN"
+    path = os.environ.get("RAY_AUTH_TOKEN_PATH")
+    if path:
+        return f"RAY_AUTH_TOKEN_PATH ({path})"
+    default = Path.home() / ".ray" / "auth_token"
+    return str(default) if default.is_file() else None
+
+
+def connect(address: str) -> None:
+    """Join the Ray cluster the user pointed at, or start a private one; never join one found by chance.
+
+    ``auto`` joins ``$RAY_ADDRESS`` when it is set and otherwise starts a cluster of this process's own
+    on 127.0.0.1 (stopped when the process exits), even when another cluster runs on the machine: it may
+    be another user's. Any other value is the address to join. Only model calls go to the cluster: the
+    cache and the run directory stay with this process.
     """
     try:
         import ray
@@ -38,13 +68,83 @@ def connect(address: str) -> None:
         raise ConfigError("--ray needs Ray: pip install 'umni[ray]'", field="ray") from None
     if ray.is_initialized():
         return
-    if address != "auto":
-        ray.init(address=address, log_to_driver=False)
-        return
+    target = os.environ.get("RAY_ADDRESS") or None if address == "auto" else address
+    handler = signal.getsignal(signal.SIGTERM)  # Ray replaces it with one that raises SystemExit anywhere
     try:
-        ray.init(address="auto", log_to_driver=False)
-    except ConnectionError:
-        ray.init(include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False)
+        if target is None:
+            _start_private(ray)
+        else:
+            _join(ray, target)
+    finally:
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, handler)
+
+
+def _join(ray: Any, address: str) -> None:
+    """Join `address`; a token-authenticated cluster (Ray's default for ``ray start --head``) is
+    joined with the token Ray finds (`ray_token_source`), which an explicit address does not look for."""
+    source = ray_token_source()
+    if source is not None and "RAY_AUTH_MODE" not in os.environ:
+        _enable_token_auth()
+    try:
+        ray.init(address=address, log_to_driver=False)
+    except Exception as exc:  # Ray raises ConnectionError, AuthenticationError, RuntimeError, ValueError
+        _shutdown_quietly(ray)
+        text = str(exc).split("\n")[0]
+        text = text.split(". ")[0] if len(text) > 200 else text  # Ray's long advice follows its first sentence
+        hint = ""
+        if "auth" in text.lower() or "token" in text.lower():
+            hint = (
+                f" (token read from {source})" if source else
+                "; the cluster wants a token: set RAY_AUTH_TOKEN, or RAY_AUTH_TOKEN_PATH to the file "
+                "`ray get-auth-token` prints on the head node"
+            )
+        raise ConfigError(f"cannot join the Ray cluster at {address}: {text}{hint}", field="ray") from None
+
+
+def _enable_token_auth() -> None:
+    """Send the token Ray finds: Ray does this itself only for a cluster it finds on this machine, never
+    for an address it is given, so ``ray start --head`` clusters (token on by default) refuse the join."""
+    try:
+        from ray._private.authentication.authentication_token_setup import (
+            maybe_enable_token_auth_if_token_available,
+        )
+    except ImportError:  # a Ray without token authentication: nothing to send
+        return
+    maybe_enable_token_auth_if_token_available(warn_if_disabled=False)
+
+
+def _start_private(ray: Any) -> None:
+    """Start a local cluster of this process's own, a bounded number of times, cleaning up after each failure."""
+    last = ""
+    for attempt in range(1, START_TRIES + 1):
+        try:
+            ray.init(
+                address="local",
+                include_dashboard=False,
+                _node_ip_address="127.0.0.1",
+                log_to_driver=False,
+                configure_logging=False,
+            )
+            return
+        except Exception as exc:  # noqa: BLE001 - any failure to start is retried, then reported as one line
+            last = str(exc).split("\n")[0][:300]
+            _shutdown_quietly(ray)
+            if attempt < START_TRIES:
+                time.sleep(float(attempt))
+    raise ConfigError(
+        f"could not start a local Ray cluster ({START_TRIES} tries; last: {last}); "
+        "point umni at a running one with --ray ADDRESS or RAY_ADDRESS",
+        field="ray",
+    )
+
+
+def _shutdown_quietly(ray: Any) -> None:
+    """Stop what a failed start or join left (Ray's own processes of this driver), whatever state it is in."""
+    try:
+        ray.shutdown()
+    except Exception:  # noqa: BLE001 - cleaning up after a failure must not hide it
+        pass
 
 
 def is_placed(spec: Spec) -> bool:
@@ -71,6 +171,8 @@ def _number(spec: Spec, name: str, default: float, kind: type = float) -> Any:
         raise ConfigError(f"backend spec '{spec}': {name}={raw!r} is not a number", field=name) from None
     if value < 0 or (name == "replicas" and value < 1):
         raise ConfigError(f"backend spec '{spec}': {name}={raw!r} must be positive", field=name)
+    if name == "replicas" and value > MAX_REPLICAS:
+        raise ConfigError(f"backend spec '{spec}': replicas={raw} is more than {MAX_REPLICAS}; is it a typo?", field=name)
     return value
 
 

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from umni.protocols.protocol import get_protocol
-from umni.reporting.leaderboard import BOOTSTRAP_SEED, Run, _number, _options
+from umni.reporting.runset import BOOTSTRAP_SEED, Run, as_number, protocol_options
 from umni.util.errors import InputError
 
 #: Resamples of the paired bootstrap and sign flips of the permutation test.
@@ -62,7 +62,7 @@ def compare_runs(a: Run, b: Run, key: str = "overall") -> PairedComparison:
     if name != b.summary.get("protocol"):
         raise InputError(f"a paired comparison needs two runs of one protocol, not {name} and {b.summary.get('protocol')}", path=b.path)
     protocol = get_protocol(str(name))
-    options_a, options_b = _options(protocol, a.summary.get("options", {})), _options(protocol, b.summary.get("options", {}))
+    options_a, options_b = protocol_options(protocol, a.summary.get("options", {})), protocol_options(protocol, b.summary.get("options", {}))
     records_a = {str(r.get("case_id")): r for r in a.records()}
     records_b = {str(r.get("case_id")): r for r in b.records()}
     shared = sorted(set(records_a) & set(records_b))
@@ -72,7 +72,7 @@ def compare_runs(a: Run, b: Run, key: str = "overall") -> PairedComparison:
 
     def score(records: list[dict[str, Any]], options: Any) -> float | None:
         try:
-            return _number(protocol.summarize(records, options).get(key))
+            return as_number(protocol.summarize(records, options).get(key))
         except Exception:  # a scorer that refuses repeated cases: the caller falls back to per-case means
             return None
 

@@ -28,6 +28,7 @@ from umni.protocols.protocol import CaseSet, Protocol, get_protocol
 from umni.reporting.pricing import default_price_file, estimate, load_prices
 from umni.run.config import RunConfig, RunRequest  # noqa: F401 - RunRequest: the old name, still importable here
 from umni.run.rundir import RunDir
+from umni.run.servers import ServerLog
 from umni.run.summary import add_cumulative, build_summary
 from umni.store.artifacts import fingerprint
 from umni.store.cache import Cache
@@ -155,8 +156,9 @@ async def evaluate_async(
         jobs = _jobs(prepared, by_id, done_before)
         run_dir.events.emit("run.start", protocol=protocol.name, bindings=bindings.specs(), cases=len(cases), resumed=len(done_before))
         runner = _runner(request, prepared, store, run_dir, lanes, frozen_roles, cases=len(cases), done=len(cases) - len(jobs))
+        servers = ServerLog(run_dir.events, bindings.unique())
         try:
-            with runner.progress:
+            with runner.progress, servers:
                 stats = await runner.run(jobs, _recorder(prepared, by_id, run_dir))
         finally:
             if close_backends:
@@ -166,6 +168,7 @@ async def evaluate_async(
         # nodes of cases finished by an earlier invocation count as reused (cached) work
         reused_nodes = sum(len(r.get("nodes", {})) for r in records if r["case_id"] in done_before)
         summary = build_summary(protocol, options, case_set, bindings, records, stats, reused_nodes, time.time() - started)
+        servers.add_to(summary)
         _account(summary, prices, run_dir, lineage)
         run_dir.finish(protocol, summary, records, store.blobs)
         run_dir.events.emit("run.end", counts=summary["counts"], failures=summary["failures"])

@@ -40,6 +40,9 @@ from __future__ import annotations
 
 import itertools
 import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -47,15 +50,19 @@ import anyio
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from umni.backends.placement import PLACEMENT_PARAMS
+from umni.backends.placement import MAX_REPLICAS, PLACEMENT_PARAMS
 from umni.engine.runner import LanePool
 from umni.protocols.caseio import validation_errors
 from umni.reporting.leaderboard import build_tables, write_leaderboard
 from umni.run.config import RunConfig, build_config
 from umni.run.evaluation import RunResult, default_cache_dir, evaluate_async, prepare
+from umni.run.preflight import preflight
+from umni.run.slurm import slurm_script
+from umni.run.units import HEARTBEAT_S, Unit, UnitBook, plan, select
 from umni.store.artifacts import fingerprint
 from umni.store.cache import Cache
 from umni.util.errors import InputError, InputErrors, StorageError, UmniError
+from umni.util.sharding import Shard, parse_shard
 from umni.util.spec import Spec
 from umni.util.storage import exclusive_folder
 
@@ -65,7 +72,7 @@ class Placement(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    replicas: int = Field(1, ge=1)
+    replicas: int = Field(1, ge=1, le=MAX_REPLICAS)
     gpus: float | None = Field(None, ge=0)
     cpus: float | None = Field(None, ge=0)
     start_timeout: float | None = Field(None, gt=0)
@@ -100,6 +107,10 @@ class SweepFile(BaseModel):
     max_attempts: int | None = None
     retry_budget: float | None = None
     call_timeout: float | None = None
+    #: case shards per run: a split sweep's work units are (run, case shard) pairs (`umni sweep --shard`)
+    shards: int = Field(1, ge=1, le=10_000)
+    #: `#SBATCH` options of `umni sweep --emit slurm` (e.g. partition, gres, time); max_jobs caps the array
+    slurm: dict[str, str | int | float] = Field(default_factory=dict)
 
 
 def load_sweep(path: Path) -> SweepFile:
@@ -160,6 +171,11 @@ def placed(sweep: SweepFile, text: str) -> str:
 
 def expand(sweep: SweepFile) -> list[RunConfig]:
     """One run request per combination, each with its own run directory under the sweep's."""
+    return [build_config(given, source=source) for given, source in _combinations(sweep)]
+
+
+def _combinations(sweep: SweepFile) -> list[tuple[dict[str, Any], str]]:
+    """The settings of each run (only what the sweep file sets) and how to name it in an error."""
     requests = []
     seen: dict[Path, str] = {}
     for protocol, model, roles, seed in itertools.product(sweep.protocols, sweep.models, sweep.roles, sweep.seeds):
@@ -190,7 +206,7 @@ def expand(sweep: SweepFile) -> list[RunConfig]:
             "progress": False,
         }
         # only what the sweep file sets is set, as on the command line (run.json keeps those)
-        requests.append(build_config({k: v for k, v in given.items() if v is not None}, source=f"sweep run ({what})"))
+        requests.append(({k: v for k, v in given.items() if v is not None}, f"sweep run ({what})"))
     return requests
 
 
@@ -211,11 +227,26 @@ def _first_umni_error(group: BaseExceptionGroup) -> UmniError | None:
     return (storage or found or [None])[0]
 
 
-def run_sweep(path: Path) -> tuple[Path, list[RunResult]]:
+def work_units(sweep: SweepFile) -> list[Unit]:
+    """The sweep's (run, case shard) work units, in an order every process agrees on."""
+    assert sweep.out is not None
+    return plan([Path(r.out) for r in expand(sweep)], sweep.shards)
+
+
+def _unit_request(sweep: SweepFile, unit: Unit) -> RunConfig:
+    given, source = _combinations(sweep)[unit.run]
+    if unit.shard is not None:
+        given = {**given, "shard": str(unit.shard)}
+    return build_config(given, source=f"{source}, shard {unit.shard}" if unit.shard else source)
+
+
+def run_sweep(path: Path, *, warn: Callable[[str], None] | None = None) -> tuple[Path, list[RunResult]]:
+    """Run every run of the sweep in this process; `warn` gets each pre-flight problem (None: no probe)."""
     sweep = load_sweep(path)
     requests = expand(sweep)
     shared: dict[str, Any] = {}
     prepared = [prepare(r, shared=shared) for r in requests]  # every input error before any work
+    _preflight(prepared, warn)
     return anyio.run(lambda: _run_all(sweep, requests, prepared, shared))
 
 
@@ -239,15 +270,129 @@ async def _run_all(sweep: SweepFile, requests: list[RunConfig], prepared: list[A
                 if done or all(r is not None for r in results):
                     _write_sweep_outputs(sweep.out, done)
     except BaseExceptionGroup as group:
-        error = _first_umni_error(group)
-        if error is None:
-            raise
-        raise error from None
+        _raise_one(group)
     finally:
         for backend in shared.values():
             await backend.ensure_closed()
         cache.close()
     return sweep.out, done
+
+
+def _raise_one(group: BaseExceptionGroup) -> None:
+    """Runs of a sweep that failed together: an interruption as it is, else the first umni error alone."""
+    if group.subgroup(lambda e: isinstance(e, KeyboardInterrupt)) is not None:
+        raise group  # the CLI reports an interruption as one line
+    error = _first_umni_error(group)
+    if error is None:
+        raise group
+    raise error from None
+
+
+@dataclass
+class ShardOutcome:
+    """What one `umni sweep --shard I/N` did."""
+
+    ran: list[RunResult]
+    skipped: list[Unit]
+    units: int
+    assembled: Path | None
+
+
+def _preflight(prepared: list[Any], warn: Callable[[str], None] | None) -> None:
+    if warn is not None and prepared:
+        for problem in preflight(*(p.bindings for p in prepared)):
+            warn(problem)
+
+
+def run_sweep_shard(path: Path, part_text: str, *, warn: Callable[[str], None] | None = None) -> ShardOutcome:
+    """Run sweep shard I of N: its share of the work units, each skipped when already done; the last
+    shard to finish (any, when they all are) assembles the sweep's leaderboard from the store."""
+    sweep = load_sweep(path)
+    try:
+        part = parse_shard(part_text)
+    except ValueError as exc:
+        raise InputError(str(exc), field="--shard") from None
+    units = work_units(sweep)
+    assert sweep.out is not None
+    book = UnitBook(sweep.out)
+    book.write_plan(units)
+    mine = select(units, part)
+    todo = [u for u in mine if not book.is_done(u)]
+    requests = [_unit_request(sweep, u) for u in todo]
+    shared: dict[str, Any] = {}
+    prepared = [prepare(r, shared=shared) for r in requests]  # every input error before any work
+    _preflight(prepared, warn)
+    ran = anyio.run(lambda: _run_units(sweep, part, todo, requests, prepared, shared, book))
+    assembled = None
+    if all(book.is_done(u) for u in units):
+        assembled = _assemble_if_free(path)
+    return ShardOutcome(ran, [u for u in mine if u not in todo], len(units), assembled)
+
+
+async def _run_units(
+    sweep: SweepFile, part: Shard, units: list[Unit], requests: list[RunConfig], prepared: list[Any],
+    shared: dict[str, Any], book: UnitBook,
+) -> list[RunResult]:
+    assert sweep.out is not None
+    lanes = LanePool()
+    cache = Cache(sweep.cache or default_cache_dir(), blobs=sweep.blobs)
+    results: list[RunResult] = []
+
+    async def one(index: int) -> None:
+        unit = units[index]
+        book.mark(unit, "running", started=time.time())
+        async with anyio.create_task_group() as beat:
+            beat.start_soon(_heartbeat, book, unit)
+            result = await evaluate_async(requests[index], prepared[index], lanes=lanes, cache=cache, close_backends=False)
+            beat.cancel_scope.cancel()
+        book.mark(unit, "done", finished=time.time(), counts=result.summary["counts"])
+        results.append(result)
+
+    lock = f".sweep-shard{part.index}of{part.count}.lock"
+    try:
+        with exclusive_folder(sweep.out, lock, f"sweep shard {part} is already running into this folder"):
+            async with anyio.create_task_group() as tg:
+                for index in range(len(units)):
+                    tg.start_soon(one, index)
+    except BaseExceptionGroup as group:
+        _raise_one(group)
+    finally:
+        for backend in shared.values():
+            await backend.ensure_closed()
+        cache.close()
+    return results
+
+
+async def _heartbeat(book: UnitBook, unit: Unit) -> None:
+    started = time.time()
+    while True:
+        await anyio.sleep(HEARTBEAT_S)
+        book.mark(unit, "running", started=started)
+
+
+def emit_slurm(path: Path) -> Path:
+    """Write ``<sweep out>/sweep.sbatch`` (see `umni.run.slurm`) and the unit plan; returns the script."""
+    sweep = load_sweep(path)
+    units = work_units(sweep)
+    for given, source in _combinations(sweep):  # a bad run fails here, not in 64 array tasks
+        build_config(given, source=source)
+    assert sweep.out is not None
+    UnitBook(sweep.out).write_plan(units)
+    script = sweep.out / "sweep.sbatch"
+    (sweep.out / "slurm").mkdir(parents=True, exist_ok=True)
+    script.write_text(slurm_script(path, sweep.out, sweep.name or path.stem, len(units), sweep.slurm, cwd=Path.cwd()))
+    return script
+
+
+def _assemble_if_free(path: Path) -> Path | None:
+    """Assemble unless another process is assembling this sweep now (it writes the same files)."""
+    try:
+        out, _ = run_sweep(path)
+    except InputError as exc:
+        if "another umni sweep is running" in str(exc):
+            return None
+        raise
+    return out
 
 
 def _write_sweep_outputs(out: Path, done: list[RunResult]) -> None:

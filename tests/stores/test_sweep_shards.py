@@ -1,0 +1,87 @@
+"""A sweep split into work units (issue 26 item 1): `umni sweep FILE --shard I/N` over (run, case
+shard) units into one shared store, the shard that finds every unit done assembling the leaderboard,
+a resubmitted shard skipping finished units, and `--emit slurm` writing an array script that runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from umni.cli import main
+from umni.run.sweep import load_sweep, work_units
+from umni.run.units import select
+from umni.util.sharding import Shard
+
+
+def sweep_file(tmp: Path, out: str, cache: str) -> Path:
+    path = tmp / f"{out}.yaml"
+    path.write_text(
+        f"out: {tmp / out}\ncache: {tmp / cache}\nprotocols: [umnibench]\n"
+        'models: [sim/umm, "sim/umm?skill=0.5"]\nseeds: [0, 1]\nlimit: 4\nshards: 2\n'
+        "slurm: {partition: gpu, time: '01:00:00', max_jobs: 3}\n"
+    )
+    return path
+
+
+def run_outputs(out: Path) -> dict[str, bytes]:
+    """results.jsonl of each assembled run (the shards' own directories left out)."""
+    found = sorted(p for p in out.glob("umnibench/*/results.jsonl") if "-shard" not in p.parent.name)
+    return {str(p.relative_to(out)): p.read_bytes() for p in found}
+
+
+def test_units_are_dealt_deterministically_and_cover_the_sweep(tmp_path: Path) -> None:
+    units = work_units(load_sweep(sweep_file(tmp_path, "s", "c")))
+    assert len(units) == 8 and [u.index for u in units] == list(range(8))
+    assert {str(u.shard) for u in units} == {"1/2", "2/2"}
+    parts = [select(units, Shard(i, 3)) for i in (1, 2, 3)]
+    assert sorted(u.index for part in parts for u in part) == list(range(8))
+    assert [len(p) for p in parts] == [3, 3, 2]
+    assert work_units(load_sweep(sweep_file(tmp_path, "s", "c"))) == units  # same file, same units
+
+
+def test_shards_into_one_store_assemble_to_the_one_process_sweep(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    whole = sweep_file(tmp_path, "whole", "c-whole")
+    assert main(["sweep", str(whole)]) == 0
+    split = sweep_file(tmp_path, "split", "c-split")
+    for i in (1, 2):
+        assert main(["sweep", str(split), "--shard", f"{i}/3"]) == 0
+        assert not (tmp_path / "split" / "leaderboard.md").exists()  # not every unit is done yet
+    capsys.readouterr()
+    assert main(["sweep", str(split), "--shard", "3/3"]) == 0
+    assert "every one of 8 units is done" in capsys.readouterr().out
+    assert run_outputs(tmp_path / "split") == run_outputs(tmp_path / "whole") and len(run_outputs(tmp_path / "whole")) == 4
+    # the assembled runs computed nothing: every node came from the shards' store
+    for summary in (tmp_path / "split").glob("umnibench/*/summary.json"):
+        if "-shard" not in summary.parent.name:
+            assert json.loads(summary.read_text())["counts"]["computed"] == 0
+    board = json.loads((tmp_path / "split" / "leaderboard.json").read_text())
+    assert board == json.loads((tmp_path / "whole" / "leaderboard.json").read_text().replace("/whole/", "/split/"))
+    # resubmitted: every unit of the shard is skipped
+    assert main(["sweep", str(split), "--shard", "1/3"]) == 0
+    assert "skipped 3 unit(s) already done" in capsys.readouterr().out
+
+
+def test_the_emitted_slurm_script_runs_one_unit_per_task(tmp_path: Path) -> None:
+    split = sweep_file(tmp_path, "split", "c-split")
+    assert main(["sweep", str(split), "--emit", "slurm"]) == 0
+    script = tmp_path / "split" / "sweep.sbatch"
+    text = script.read_text()
+    assert "#SBATCH --array=1-8%3" in text and "#SBATCH --partition=gpu" in text and "#SBATCH --time=01:00:00" in text
+    assert '"${SLURM_ARRAY_TASK_ID}/8"' in text
+    subprocess.run(["bash", "-n", str(script)], check=True)
+    done = subprocess.run(["bash", str(script)], env={**os.environ, "SLURM_ARRAY_TASK_ID": "5"}, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    plan = json.loads((tmp_path / "split" / "units" / "plan.json").read_text())["units"]
+    records = {u["unit"]: json.loads(p.read_text()) for u in plan if (p := tmp_path / "split" / "units" / f"{u['unit']}.json").exists()}
+    assert list(records) == ["u00004"] and records["u00004"]["state"] == "done"
+
+
+def test_a_bad_slurm_option_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text("protocols: [umnibench]\nmodels: [sim/umm]\nslurm: {array: '1-3'}\n")
+    assert main(["sweep", str(path), "--emit", "slurm"]) == 2
+    assert "slurm option 'array'" in capsys.readouterr().err

@@ -1,0 +1,320 @@
+"""What each `umni` command does, one function each, called with the parsed arguments."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+from umni.cli.parser import EXIT_FAILURES, EXIT_OK, invoked_as
+from umni.util.errors import InputError
+
+
+def _default_out(request: Any, protocol: Any, options: Any, case_set: Any, bindings: Any) -> Path:
+    from umni.store.artifacts import fingerprint
+
+    tag = fingerprint([protocol.name, str(case_set.path.resolve()), bindings.identities(), options.model_dump(mode="json"), request.seed])
+    return Path("runs") / f"{protocol.name}-{tag[:10]}"
+
+
+def run_config_from_args(args: argparse.Namespace) -> Any:
+    """The RunConfig of `umni run`: only the options the user gave are set (run.json keeps those)."""
+    from umni.run.config import build_config
+
+    given = {
+        "protocol": args.protocol,
+        "cases": args.cases,
+        "model": args.model,
+        "roles": args.role or None,
+        "cache": args.cache,
+        "blobs": getattr(args, "blobs", None),
+        "shard": getattr(args, "shard", None),
+        "phase": getattr(args, "phase", None),
+        "limit": args.limit,
+        "concurrency": args.concurrency,
+        "ray": getattr(args, "ray", None),
+        "seed": args.seed,
+        "options": dict(args.option) or None,
+        "max_attempts": args.max_attempts,
+        "retry_budget": args.retry_budget,
+        "call_timeout": args.call_timeout,
+        "prices": args.prices,
+        "progress": False if args.quiet else None,
+        "fail_on_error": getattr(args, "fail_on_error", None),
+    }
+    fields = {k: v for k, v in given.items() if v is not None}
+    if args.out is not None:
+        fields["out"] = args.out
+    return build_config(fields)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from umni.run.evaluation import evaluate, prepare
+
+    request = run_config_from_args(args)
+    if request.model is None and not request.roles:
+        raise InputError("bind a model: --model SPEC (e.g. --model sim/umm) and/or --role ROLE=SPEC")
+    prepared = prepare(request)
+    if args.out is None:
+        request.out = _default_out(request, *prepared)
+    if not args.no_preflight:
+        from umni.run.preflight import preflight
+
+        for problem in preflight(prepared.bindings):
+            _warn_preflight(problem)
+    result = evaluate(request, prepared)
+    summary = result.summary
+    counts = summary["counts"]
+    failed = {k: v for k, v in summary["failures"].items() if v}
+    print(
+        f"{summary['title']}: {counts['cases']} cases, {counts['nodes']} nodes "
+        f"({counts['computed']} computed, {counts['cached']} cached, {counts['failed']} failed, {counts['blocked']} blocked)"
+    )
+    if failed:
+        print("failures (counted apart from scores): " + ", ".join(f"{k} {v}" for k, v in failed.items()))
+    if counts["skipped_cases"]:
+        print(f"skipped cases: {counts['skipped_cases']} (reasons in summary.json)")
+    if summary.get("extended"):
+        print(summary["extended"])
+    scores = summary["scores"]
+    if "overall" in scores:
+        from umni.reporting.format import format_cell
+        from umni.reporting.leaderboard import run_coverage
+
+        cell, _ = run_coverage(summary)
+        mark = "*  (* computed on incomplete coverage)" if cell.incomplete else ""
+        print(f"overall: {format_cell(scores['overall'])} ({cell.answered}/{cell.total} nodes answered){mark}")
+    from umni.reporting.leaderboard import coverage_line
+
+    print(coverage_line(summary))
+    print(f"summary: {result.out / 'summary.json'}")
+    print(f"report:  {result.report}")
+    print(f"browse:  {invoked_as()} view {shlex.quote(str(result.out))}")
+    return _failure_exit(summary, request.fail_on_error)
+
+
+def _failure_exit(summary: dict[str, Any], threshold: float | None) -> int:
+    """EXIT_FAILURES when the share of failed or blocked nodes exceeds `threshold` (None: never)."""
+    from umni.reporting.leaderboard import failure_share
+
+    share = failure_share(summary)
+    if threshold is None:
+        if share >= 1.0:  # a typo'd base_url or a missing key: say it, not only in the counts above
+            print("umni: warning: every node failed or was blocked (see failures above; a wrong base_url, model name "
+                  "or API key?); add --fail-on-error to exit non-zero when this happens", file=sys.stderr)
+        return EXIT_OK
+    if share > threshold:
+        print(f"umni: {100 * share:.1f}% of nodes failed or were blocked, above --fail-on-error {threshold:g}", file=sys.stderr)
+        return EXIT_FAILURES
+    return EXIT_OK
+
+
+def _print_run(summary: dict[str, Any], out: Path) -> None:
+    from umni.reporting.leaderboard import coverage_line
+
+    counts = summary["counts"]
+    print(f"  {out}: {counts['cases']} cases, {counts['computed']} computed, {counts['cached']} cached, calls {summary['calls']}")
+    print(f"    {coverage_line(summary)}")
+
+
+def _warn_preflight(problem: str) -> None:
+    print(f"umni: warning: pre-flight: {problem}", file=sys.stderr)
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from umni.run.sweep import emit_slurm, run_sweep, run_sweep_shard
+
+    if args.emit and args.shard:
+        raise InputError("--emit writes the job script of every shard; give it without --shard")
+    if args.emit:
+        script = emit_slurm(args.file)
+        print(f"slurm script: {script}")
+        print(f"submit:       sbatch {script}   (again after a failure: finished units are skipped)")
+        return EXIT_OK
+    if args.shard:
+        outcome = run_sweep_shard(args.file, args.shard, warn=_warn_preflight)
+        for result in outcome.ran:
+            _print_run(result.summary, result.out)
+        if outcome.skipped:
+            print(f"  skipped {len(outcome.skipped)} unit(s) already done")
+        if outcome.assembled is not None:
+            print(f"every one of {outcome.units} units is done; leaderboard: {outcome.assembled / 'leaderboard.md'}")
+        else:
+            print(f"the leaderboard is written when all {outcome.units} units are done (or by `umni sweep {args.file}`)")
+        return EXIT_OK
+    out, results = run_sweep(args.file, warn=_warn_preflight)
+    for result in results:
+        _print_run(result.summary, result.out)
+    print(f"leaderboard: {out / 'leaderboard.md'}")
+    print(f"report:      {out / 'report.html'}")
+    return EXIT_OK
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from umni.run.status import status_of
+
+    status = status_of(args.dir)
+    for line in status.lines:
+        print(line)
+    print(", ".join(f"{value} {key}" for key, value in status.counts.items()))
+    if status.totals:
+        print("finished: " + ", ".join(f"{value} {key}" for key, value in status.totals.items()))
+    return EXIT_OK
+
+
+def cmd_leaderboard(args: argparse.Namespace) -> int:
+    from umni.reporting.leaderboard import build_tables, find_runs, write_leaderboard
+
+    if args.paired:
+        from umni.reporting.leaderboard import label_runs
+        from umni.reporting.paired import compare_runs
+
+        runs = label_runs(find_runs(args.dirs))
+        if len(runs) != 2:
+            raise InputError(f"--paired compares exactly two runs; these paths hold {len(runs)}", path=args.dirs[0])
+        print(compare_runs(runs[0], runs[1]).text())
+        return EXIT_OK
+    tables = build_tables(find_runs(args.dirs))
+    if args.format != "markdown" and not args.out:
+        print("\n\n".join(t.latex() if args.format == "latex" else t.csv() for t in tables))
+        return EXIT_OK
+    if args.out:
+        paths = write_leaderboard(tables, args.out)
+        print("\n".join(f"{kind}: {path}" for kind, path in paths.items()))
+    else:
+        print("\n\n".join(t.markdown() for t in tables))
+    return EXIT_OK
+
+
+def cmd_rejudge(args: argparse.Namespace) -> int:
+    from umni.run.rejudge import rejudge
+    from umni.util.spec import parse_role_binding
+
+    role, spec = parse_role_binding(args.role)
+    if role != "judge":
+        raise InputError(f"rejudge rebinds the judge only (--role judge=SPEC), got role '{role}'")
+    result = rejudge(args.run, str(spec), args.out, concurrency=args.concurrency)
+    _print_run(result.summary, result.out)
+    print(f"judges: {result.summary['lineage']['judges']}")
+    print(f"report: {result.report}")
+    return EXIT_OK
+
+
+def cmd_agree(args: argparse.Namespace) -> int:
+    from umni.reporting.agreement import compare, compare_human, read_human, run_judgements
+
+    if args.human:
+        if len(args.runs) != 1:
+            raise InputError("with --human, give exactly one run")
+        _, items = run_judgements(args.runs[0])
+        from umni.reporting.agreement import parse_scale
+
+        scale = parse_scale(args.human_scale) if args.human_scale else None
+        result = compare_human(items, read_human(args.human), args.plot or args.runs[0] / "agreement.png", human_scale=scale)
+        for item in result["unmatched"][:20]:
+            print(f"unmatched rating (no judgement in the run): case {item['case_id']}, metric {item['metric']}", file=sys.stderr)
+        if len(result["unmatched"]) > 20:
+            print(f"... and {len(result['unmatched']) - 20} more unmatched ratings (listed in the JSON)", file=sys.stderr)
+    else:
+        if len(args.runs) != 2:
+            raise InputError("give two runs to compare (or one run and --human FILE)")
+        (pa, a), (pb, b) = run_judgements(args.runs[0]), run_judgements(args.runs[1])
+        if pa != pb:
+            raise InputError(f"the runs are of different protocols ({pa}, {pb})")
+        result = compare(a, b)
+    print(json.dumps(result, indent=2))
+    return EXIT_OK
+
+
+def cmd_protocols(args: argparse.Namespace) -> int:
+    from umni.protocols.protocol import get_protocol, known_protocols
+    from umni.reporting.runs import option_lines
+
+    for name in known_protocols():
+        try:
+            protocol = get_protocol(name)
+        except Exception as exc:  # a protocol whose module is broken is still listed, with why
+            print(f"{name:<10} (unavailable: {exc})")
+            continue
+        print(f"{name:<10} {protocol.title}  roles: {', '.join(protocol.roles)}")
+        if args.options:
+            for line in option_lines(protocol.Options):
+                print(f"    {line}")
+    return EXIT_OK
+
+
+def cmd_view(args: argparse.Namespace) -> int:
+    from umni.reporting.viewer import serve
+
+    serve(args.dirs or [Path("runs")], port=args.port, open_browser=args.open, host=args.host)
+    return EXIT_OK
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    from umni.reporting.runs import find_run_dirs, format_runs
+
+    print(format_runs(find_run_dirs(args.dirs or [Path("runs")])))
+    return EXIT_OK
+
+
+def cmd_backends(args: argparse.Namespace) -> int:
+    from umni.backends.contract import backend_class, known_providers
+
+    for provider in known_providers():
+        try:
+            cls = backend_class(provider)
+        except ModuleNotFoundError as exc:
+            from umni.util.extras import describe_missing
+
+            print(f"{provider:<10} (unavailable: {describe_missing(exc)})")
+            continue
+        except Exception as exc:
+            print(f"{provider:<10} (unavailable: {exc})")
+            continue
+        doc = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
+        print(f"{provider:<10} roles: {', '.join(sorted(cls.roles))}  {doc}")
+    return EXIT_OK
+
+
+def cmd_cases(args: argparse.Namespace) -> int:
+    from umni.protocols.protocol import get_protocol
+
+    protocol = get_protocol(args.protocol)
+    if args.cases_command == "schema":
+        print(json.dumps(protocol.case_schema(), indent=2))
+        return EXIT_OK
+    options = protocol.parse_options(dict(args.option))
+    path = args.path or protocol.bundled_cases()
+    case_set = protocol.load(path, options)
+    _check_case_images(protocol, case_set, options)
+    print(f"{path}: {len(case_set.cases)} cases valid")
+    for note in case_set.notes:
+        print(f"  repaired/noted: record {note.record}, field '{note.field}': {note.message}")
+    for skipped in case_set.skipped:
+        print(f"  will be skipped: {skipped.case_id}: {skipped.reason}")
+    return EXIT_OK
+
+
+def _check_case_images(protocol: Any, case_set: Any, options: Any) -> None:
+    """Decode the header of every image the cases reference (size limit included); exit 2 on any."""
+    from umni.protocols.caseio import case_image_problems, raise_if_any
+
+    raise_if_any(case_image_problems(protocol.build(case, options) for case in case_set.cases))
+
+
+COMMANDS = {
+    "run": cmd_run,
+    "sweep": cmd_sweep,
+    "leaderboard": cmd_leaderboard,
+    "rejudge": cmd_rejudge,
+    "agree": cmd_agree,
+    "protocols": cmd_protocols,
+    "view": cmd_view,
+    "runs": cmd_runs,
+    "backends": cmd_backends,
+    "status": cmd_status,
+    "cases": cmd_cases,
+}

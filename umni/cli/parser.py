@@ -1,0 +1,155 @@
+"""The `umni` command line's grammar: every command, its options and their help, the exit codes, and
+how the hints a command prints name the program."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import shutil
+import sys
+from pathlib import Path
+from typing import NoReturn
+
+from umni.util.version import __version__
+
+EXIT_OK, EXIT_INCOMPLETE, EXIT_INPUT = 0, 1, 2
+#: the run completed, but more nodes failed than --fail-on-error allows
+EXIT_FAILURES = 3
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:  # argparse exits 2 on usage errors; keep that, say it plainly
+        self.print_usage(sys.stderr)
+        print(f"umni: {message}", file=sys.stderr)
+        raise SystemExit(EXIT_INPUT)
+
+
+def _key_value(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got '{text}'")
+    return key, value
+
+
+def _add_run_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--cases", type=Path, help="case file or folder (default: the bundled set)")
+    p.add_argument("--model", help="backend SPEC bound to every role it fills, e.g. sim/umm")
+    p.add_argument("--role", action="append", default=[], metavar="ROLE=SPEC", help="bind one role (repeatable)")
+    p.add_argument("--out", type=Path, help="run directory; the same directory resumes (default: runs/<protocol>-<hash of the command>)")
+    p.add_argument("--cache", metavar="URL", help="result store shared across runs: a directory, sqlite:///PATH or "
+                   "postgresql://USER@HOST/DB (default: $UMNI_CACHE or the user cache dir)")
+    p.add_argument("--blobs", metavar="URL", help="image store: a directory or file:///DIR (default: blobs/ beside a "
+                   "SQLite cache; with PostgreSQL a directory every machine mounts)")
+    p.add_argument("--shard", metavar="I/N", help="run only shard I of N of the cases, into <out>-shardIofN ('slurm': "
+                   "from SLURM_ARRAY_TASK_ID/COUNT); the same command without --shard assembles the run from the store")
+    p.add_argument("--phase", metavar="ROLE,…", help="call only these roles' backends; other nodes not in the store stay "
+                   "pending for a later run (e.g. --phase generate, then --phase judge)")
+    p.add_argument("--limit", type=int, help="run only the first N cases (N >= 1)")
+    p.add_argument("--concurrency", type=int, help="calls in flight per backend, >= 1 (a spec's ?concurrency= wins)")
+    p.add_argument("--ray", metavar="auto|ADDRESS", help="Ray cluster serving specs with placement=ray: 'auto' joins a "
+                   "running one or starts a local one on 127.0.0.1; the cache and run directory stay here")
+    p.add_argument("--seed", type=int, help="run seed (default 0)")
+    p.add_argument("--option", action="append", default=[], type=_key_value, metavar="KEY=VALUE", help="protocol option (repeatable)")
+    p.add_argument("--max-attempts", type=int, help="tries per call for retryable errors, >= 1 (default 5)")
+    p.add_argument("--retry-budget", type=float, help="seconds one call may spend retrying, > 0 (default 600)")
+    p.add_argument("--call-timeout", type=float, help="seconds one attempt may take before it is retried, > 0 (default 3600)")
+    p.add_argument("--prices", type=Path, help="price table (YAML) for an estimated cost (default: $UMNI_PRICES)")
+    p.add_argument("--quiet", action="store_true", help="no live progress display")
+    p.add_argument("--no-preflight", action="store_true", help="skip the probe of each OpenAI-compatible server "
+                   "before the run (GET /models; an empty POST to each images endpoint a bound role calls)")
+    p.add_argument("--fail-on-error", type=float, nargs="?", const=0.0, default=None, metavar="SHARE",
+                   help="exit 3 when the share of failed or blocked nodes exceeds SHARE (0-1; alone: any failure)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="umni", description="Evaluate unified multimodal models as async graphs.")
+    parser.add_argument("--version", action="version", version=f"umni {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    run = sub.add_parser("run", help="run (or resume) a protocol")
+    run.add_argument("protocol")
+    _add_run_args(run)
+
+    sweep = sub.add_parser("sweep", help="run protocols x models x bindings x seeds from a YAML file")
+    sweep.add_argument("file", type=Path)
+    sweep.add_argument("--shard", metavar="I/N", help="run only sweep shard I of N of the work units (runs x the "
+                       "file's `shards:` case shards; 'slurm': from the array task); the shard that finds every "
+                       "unit done writes the leaderboard")
+    sweep.add_argument("--emit", choices=["slurm"], help="write <out>/sweep.sbatch, an array job of one task per work "
+                       "unit (resubmit it as it is: finished units are skipped), instead of running")
+
+    board = sub.add_parser("leaderboard", help="tables of several runs (run directories or sweep folders)")
+    board.add_argument("dirs", type=Path, nargs="+")
+    board.add_argument("--out", type=Path, help="write leaderboard.md/.csv/.json here (default: print Markdown)")
+    board.add_argument("--format", choices=["markdown", "latex", "csv"], default="markdown",
+                       help="what is printed: Markdown, LaTeX (booktabs) to paste into a paper, or CSV of each table as laid out")
+    board.add_argument("--paired", action="store_true",
+                       help="two runs of one protocol: their headline difference on the shared cases, with a paired bootstrap interval and a paired test")
+
+    rejudge = sub.add_parser("rejudge", help="re-score a run with another judge; nothing else is re-run")
+    rejudge.add_argument("run", type=Path)
+    rejudge.add_argument("--role", required=True, metavar="judge=SPEC", help="the new judge, e.g. judge=openai/gpt-4o")
+    rejudge.add_argument("--out", type=Path, help="new run directory (default: RUN-rejudged)")
+    rejudge.add_argument("--concurrency", type=int)
+
+    agree = sub.add_parser("agree", help="judge agreement between two runs, or a run and human ratings")
+    agree.add_argument("runs", type=Path, nargs="+", metavar="RUN")
+    agree.add_argument("--human", type=Path, help="CSV with case_id, metric, rating")
+    agree.add_argument("--plot", type=Path, help="scatter plot path (with --human; default RUN/agreement.png)")
+    agree.add_argument("--human-scale", metavar="LOW:HIGH", help="scale of the human ratings (e.g. 1:5); they are rescaled onto the run's scale")
+
+    protocols = sub.add_parser("protocols", help="list protocols and the roles they use")
+    protocols.add_argument("--options", action="store_true", help="also list each protocol's --option keys with defaults")
+
+    view = sub.add_parser("view", help="browse runs and sweeps in a local web viewer (127.0.0.1)")
+    view.add_argument("dirs", type=Path, nargs="*", metavar="DIR", help="run directories or sweep folders (default: runs)")
+    view.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: any free port)")
+    view.add_argument("--host", default="127.0.0.1",
+                      help="address to listen on and the one host name, besides loopback, that requests may name (default: 127.0.0.1)")
+    view.add_argument("--open", action="store_true", help="open the page in the default browser")
+
+    runs = sub.add_parser("runs", help="list run directories: protocol, bindings, date, headline score")
+    runs.add_argument("dirs", type=Path, nargs="*", metavar="DIR", help="folders to search (default: runs)")
+    sub.add_parser("backends", help="list backend providers and the roles they fill")
+    status = sub.add_parser("status", help="work units of a split sweep (done, running with heartbeat age, pending), "
+                            "or a run directory and its shards")
+    status.add_argument("dir", type=Path, metavar="DIR")
+
+    cases = sub.add_parser("cases", help="check a case file, or print a case schema")
+    cases_sub = cases.add_subparsers(dest="cases_command", required=True, parser_class=_Parser)
+    check = cases_sub.add_parser("check", help="validate a case file and report what is wrong or repaired")
+    check.add_argument("protocol")
+    check.add_argument("path", type=Path, nargs="?")
+    check.add_argument("--option", action="append", default=[], type=_key_value, metavar="KEY=VALUE",
+                       help="protocol option that changes how cases are read (e.g. wise set=legacy; repeatable)")
+    schema = cases_sub.add_parser("schema", help="print the JSON Schema of a protocol's cases")
+    schema.add_argument("protocol")
+    return parser
+
+
+def invoked_as(argv0: str | None = None) -> str:
+    """How to run umni again as it was run now, for the hints a command prints: `umni` when that name
+    on PATH is this program, else the path it was started by (`.venv/bin/umni` when umni is only
+    installed in a virtual environment), else `python -m umni`."""
+    started = Path(argv0 if argv0 is not None else sys.argv[0])
+    if started.name == "umni":
+        on_path = shutil.which("umni")
+        if on_path is not None and Path(on_path).resolve() == started.resolve():
+            return "umni"
+        shown = os.path.relpath(started) if not started.is_absolute() or started.is_relative_to(Path.cwd()) else str(started)
+        return shlex.quote(shown)
+    return f"{shlex.quote(sys.executable)} -m umni"
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """The command line, read so that `umni cases check PROTOCOL --option K=V PATH` works: argparse
+    fills both of that command's positionals before the options and would leave PATH over."""
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    late_path = args.command == "cases" and args.cases_command == "check" and args.path is None
+    if late_path and len(extra) == 1 and not extra[0].startswith("-"):
+        args.path, extra = Path(extra[0]), []
+    if extra:
+        parser.error("unrecognized arguments: " + " ".join(extra))
+    return args
