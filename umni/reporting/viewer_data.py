@@ -30,16 +30,9 @@ from umni.util.errors import InputError
 __all__ = ["ViewerData", "node_facts"]
 
 THUMB_SIDE = 256
-#: Thumbnails kept in memory by the server (about 20 KiB each).
-MAX_THUMBS = 4000
 #: Cases per page of /api/cases, at most.
 MAX_PAGE = 500
-#: Host names a request may carry besides the one the user passed: this machine's loopback.
-LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 _SHA = re.compile(r"^[0-9a-f]{64}$")
-_RUN_INDEX = re.compile(r"^[0-9]{1,9}$")  # ASCII digits only: int() would take "²" or "١" and 5,000 digits
-_STATIC = {"/": ("index.html", "text/html; charset=utf-8"), "/app.js": ("app.js", "text/javascript; charset=utf-8"),
-           "/style.css": ("style.css", "text/css; charset=utf-8")}
 #: Record fields left out of the case's "record" block (shown elsewhere).
 _BULKY = {"nodes", "transcript"}
 #: Entry columns (see caseindex.FIELDS).
