@@ -43,3 +43,17 @@ def test_modules_that_became_packages_keep_their_names():
     from umni.backends import Backend, create_backend  # noqa: F401 - umni.backends was a module
     from umni.graph import Graph, ImageFile, Ref  # noqa: F401 - so was umni.graph
     from umni.store import Cache, RunStore  # noqa: F401 - and umni.store
+
+
+def test_an_install_without_the_kind_entry_points_says_so_on_every_look_up(monkeypatch):
+    from importlib.metadata import EntryPoints
+
+    from umni.graph import registry
+    from umni.util.errors import ConfigError
+
+    monkeypatch.setattr(registry, "_KINDS", {})
+    monkeypatch.setattr(registry, "_loaded", False)
+    monkeypatch.setattr(registry, "entry_points", lambda group: EntryPoints(()))
+    for _ in range(2):
+        with pytest.raises(ConfigError, match="reinstall umni"):
+            registry.find_kind("generate")

@@ -51,13 +51,13 @@ def register(kind: NodeShape) -> NodeShape:
 def _load() -> None:
     global _loaded
     if not _loaded:
-        _loaded = True
         found = entry_points(group="umni.kinds")
-        if BUILT_IN - set(found.names):
+        if BUILT_IN - set(found.names):  # said on every look-up until fixed, never a silent "unknown kind"
             raise ConfigError(
                 "umni's node kinds are missing from its installed metadata (an install older than this "
                 "checkout?): reinstall umni, e.g. pip install -e ."
             )
+        _loaded = True
         for ep in found:
             ep.load()
 
