@@ -272,10 +272,15 @@ async def _run_all(sweep: SweepFile, requests: list[RunConfig], prepared: list[A
     except BaseExceptionGroup as group:
         _raise_one(group)
     finally:
-        for backend in shared.values():
-            await backend.ensure_closed()
-        cache.close()
+        await _close(shared, cache)
     return sweep.out, done
+
+
+async def _close(shared: dict[str, Any], cache: Cache) -> None:
+    """What a sweep (or a shard of one) opened for all its runs: the shared backends and the cache."""
+    for backend in shared.values():
+        await backend.ensure_closed()
+    cache.close()
 
 
 def _raise_one(group: BaseExceptionGroup) -> None:
@@ -357,9 +362,7 @@ async def _run_units(
     except BaseExceptionGroup as group:
         _raise_one(group)
     finally:
-        for backend in shared.values():
-            await backend.ensure_closed()
-        cache.close()
+        await _close(shared, cache)
     return results
 
 
