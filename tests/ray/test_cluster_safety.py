@@ -142,7 +142,7 @@ def test_sigterm_stops_a_sweep_with_one_line(head: Head, tmp_path: Path) -> None
         'models: ["sim/umm?latency=0.5"]\nconcurrency: 1\n'
         'placement: {"sim/umm?latency=0.5": {cpus: 0.5}}\n'
     )
-    process = subprocess.Popen([sys.executable, "-m", "umni", "sweep", str(sweep)], env=head.env,
+    process = subprocess.Popen([sys.executable, "-X", "faulthandler", "-m", "umni", "sweep", str(sweep)], env=head.env,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
     events = tmp_path / "sweep" / "umnibench"
@@ -150,7 +150,11 @@ def test_sigterm_stops_a_sweep_with_one_line(head: Head, tmp_path: Path) -> None
         assert process.poll() is None and time.monotonic() < deadline, process.communicate()[1][-2000:]
         time.sleep(0.2)
     process.send_signal(signal.SIGTERM)
-    _, err = process.communicate(timeout=120)
+    try:
+        _, err = process.communicate(timeout=120)
+    except subprocess.TimeoutExpired:  # once seen in CI: every thread's stack says where it hung
+        process.send_signal(signal.SIGABRT)
+        pytest.fail("no exit 120 s after SIGTERM:\n" + process.communicate()[1][-8000:])
     assert process.returncode == 1
     assert "Traceback" not in err and "ExceptionGroup" not in err, err[-3000:]
     assert "terminated (SIGTERM); run the same command again to resume" in err

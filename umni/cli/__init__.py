@@ -8,25 +8,15 @@ but the share of failed nodes exceeds `--fail-on-error`.
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
-import threading
-from typing import Any
 
 from umni.cli.commands import COMMANDS
 from umni.cli.parser import EXIT_FAILURES, EXIT_INCOMPLETE, EXIT_INPUT, EXIT_OK, build_parser, invoked_as, parse_args
 from umni.util.errors import InputError, UmniError
 from umni.util.secrets import scrub
+from umni.util.stopping import Terminated, on_sigterm
 
 __all__ = ["EXIT_FAILURES", "EXIT_INCOMPLETE", "EXIT_INPUT", "EXIT_OK", "build_parser", "invoked_as", "main", "parse_args"]
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM (a scheduler's cancel, `kill`): stops the command as Ctrl-C does, so what finished is kept."""
-
-
-def _on_sigterm(signum: int, frame: Any) -> None:
-    raise Terminated()
 
 
 def _interruption(group: BaseExceptionGroup) -> KeyboardInterrupt | None:
@@ -46,13 +36,8 @@ def _stopped(exc: KeyboardInterrupt) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    if threading.current_thread() is not threading.main_thread():
+    with on_sigterm():  # SIGTERM (a scheduler's cancel, `kill`) stops the command as Ctrl-C does
         return _main(args)
-    previous = signal.signal(signal.SIGTERM, _on_sigterm)
-    try:
-        return _main(args)
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def _main(args: argparse.Namespace) -> int:

@@ -16,8 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
-import anyio
-
 from umni.backends.bindings import Bindings
 from umni.backends.placement import connect
 from umni.engine.runner import CaseJob, LanePool, Runner
@@ -38,6 +36,7 @@ from umni.util.errors import ConfigError, InputError
 from umni.util.filehash import file_sha256, files_sha256
 from umni.util.progress import Progress
 from umni.util.sharding import Shard, parse_shard
+from umni.util.stopping import run_async
 from umni.util.version import __version__
 
 
@@ -123,7 +122,7 @@ def evaluate(request: RunConfig, prepared: Prepared | None = None) -> RunResult:
     `prepared` is what `prepare(request)` returned, when the caller already checked the input.
     """
     ready = prepared if prepared is not None else prepare(request)
-    return anyio.run(lambda: evaluate_async(request, ready))
+    return run_async(lambda: evaluate_async(request, ready))
 
 
 async def evaluate_async(

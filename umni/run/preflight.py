@@ -13,6 +13,7 @@ import anyio
 
 from umni.backends.bindings import Bindings
 from umni.backends.contract import Backend
+from umni.util.stopping import run_async
 
 
 def preflight(*all_bindings: Bindings) -> list[str]:
@@ -34,5 +35,5 @@ def preflight(*all_bindings: Bindings) -> list[str]:
             for key in by_backend:
                 group.start_soon(one, key)
 
-    anyio.run(probe_all)
+    run_async(probe_all)
     return [line for key in by_backend for line in found.get(key, [])]

@@ -11,8 +11,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import anyio
-
 from umni.backends.roles import CRITIC, DERIVED_ROLES, JUDGE, known_roles
 from umni.protocols.caseio import read_json
 from umni.protocols.protocol import get_protocol
@@ -21,6 +19,7 @@ from umni.run.evaluation import RunResult, evaluate_async, prepare
 from umni.store.completion import require_complete
 from umni.util.errors import InputError
 from umni.util.spec import Spec
+from umni.util.stopping import run_async
 
 
 def read_manifest(run: Path) -> dict[str, Any]:
@@ -67,4 +66,4 @@ def rejudge(run: Path, judge: str, out: Path | None = None, *, concurrency: int 
     prepared = prepare(request)
     lineage = {"rejudged_from": str(Path(run).resolve()), "judges": {"original": old_judge, "new": new_bindings[JUDGE]}}
     frozen = (frozenset(known_roles()) | frozenset(DERIVED_ROLES)) - {JUDGE}
-    return anyio.run(lambda: evaluate_async(request, prepared, frozen_roles=frozen, lineage=lineage))
+    return run_async(lambda: evaluate_async(request, prepared, frozen_roles=frozen, lineage=lineage))

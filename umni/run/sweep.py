@@ -64,6 +64,7 @@ from umni.store.cache import Cache
 from umni.util.errors import InputError, InputErrors, StorageError, UmniError
 from umni.util.sharding import Shard, parse_shard
 from umni.util.spec import Spec
+from umni.util.stopping import run_async
 from umni.util.storage import exclusive_folder
 
 
@@ -247,7 +248,7 @@ def run_sweep(path: Path, *, warn: Callable[[str], None] | None = None) -> tuple
     shared: dict[str, Any] = {}
     prepared = [prepare(r, shared=shared) for r in requests]  # every input error before any work
     _preflight(prepared, warn)
-    return anyio.run(lambda: _run_all(sweep, requests, prepared, shared))
+    return run_async(lambda: _run_all(sweep, requests, prepared, shared))
 
 
 async def _run_all(sweep: SweepFile, requests: list[RunConfig], prepared: list[Any], shared: dict[str, Any]) -> tuple[Path, list[RunResult]]:
@@ -327,7 +328,7 @@ def run_sweep_shard(path: Path, part_text: str, *, warn: Callable[[str], None] |
     shared: dict[str, Any] = {}
     prepared = [prepare(r, shared=shared) for r in requests]  # every input error before any work
     _preflight(prepared, warn)
-    ran = anyio.run(lambda: _run_units(sweep, part, todo, requests, prepared, shared, book))
+    ran = run_async(lambda: _run_units(sweep, part, todo, requests, prepared, shared, book))
     assembled = None
     if all(book.is_done(u) for u in units):
         assembled = _assemble_if_free(path)
