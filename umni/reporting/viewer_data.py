@@ -23,7 +23,7 @@ from umni.reporting.caseindex import (
     read_search_lines,
 )
 from umni.reporting.leaderboard import Run, build_tables, find_runs, label_runs, run_coverage
-from umni.store.artifacts import BlobStore
+from umni.store.artifacts import Blobs, ImageRef
 from umni.store.urls import run_blobs
 from umni.util.errors import InputError
 
@@ -56,7 +56,7 @@ def run_keys(paths: list[Path | None]) -> list[str]:
 class _RunData:
     run: Run
     key: str
-    blobs: BlobStore | None
+    blobs: Blobs | None
     entries: list[list[Any]]
     _search: list[str] | None = None
     _protocol: Any = None
@@ -135,7 +135,7 @@ class ViewerData:
             return self._tables
 
     @staticmethod
-    def _blobs(run: Run) -> BlobStore | None:
+    def _blobs(run: Run) -> Blobs | None:
         manifest = run.path / "run.json" if run.path else None
         if manifest is None or not manifest.exists():
             return None
@@ -261,9 +261,13 @@ class ViewerData:
         if not _SHA.match(sha):
             return None
         for data in self.runs:
-            if data.blobs is not None and data.blobs.verify(sha):
-                raw = data.blobs.path(sha).read_bytes()
-                return _thumbnail(raw) if thumb else raw
+            if data.blobs is None:
+                continue
+            try:
+                raw = data.blobs.read_bytes(ImageRef(sha256=sha, width=0, height=0))
+            except FileNotFoundError:  # missing or damaged here: another run may hold it
+                continue
+            return _thumbnail(raw) if thumb else raw
         return None
 
 
