@@ -113,8 +113,10 @@ def build_parser() -> argparse.ArgumentParser:
     runs.add_argument("dirs", type=Path, nargs="*", metavar="DIR", help="folders to search (default: runs)")
     sub.add_parser("backends", help="list backend providers and the roles they fill")
     status = sub.add_parser("status", help="work units of a split sweep (done, running with heartbeat age, pending), "
-                            "or a run directory and its shards")
-    status.add_argument("dir", type=Path, metavar="DIR")
+                            "a run directory and its shards, or a result store (results per kind, the processes "
+                            "writing them, blobs)")
+    status.add_argument("dir", metavar="DIR|STORE", help="a sweep folder, a run directory, a cache directory or .db file, or postgresql://…")
+    status.add_argument("--blobs", metavar="URL", help="a store's blob store to count (default: the one a SQLite store implies)")
 
     cases = sub.add_parser("cases", help="check a case file, or print a case schema")
     cases_sub = cases.add_subparsers(dest="cases_command", required=True, parser_class=_Parser)

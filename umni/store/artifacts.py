@@ -244,6 +244,10 @@ class Blobs:
         _atomic_write(target, data, durable=False)
         return True
 
+    def count(self) -> int | None:
+        """How many blobs are stored (None: the store cannot tell cheaply)."""
+        return None
+
     # -- shared
     def put_png(self, data: bytes, width: int, height: int, *, decoded: Image.Image | None = None) -> ImageRef:
         """Store PNG bytes; `decoded` (the image they encode) is kept for the readers that follow."""
@@ -338,6 +342,9 @@ class BlobStore(Blobs):
 
     def exists(self, sha256: str) -> bool:
         return self.path(sha256).exists()
+
+    def count(self) -> int:
+        return sum(1 for _ in self.root.glob("??/*.png"))
 
     def _keep(self, sha256: str, data: bytes) -> None:
         if not self.verify(sha256):  # absent, or damaged by a crash or a disk: (re)write it

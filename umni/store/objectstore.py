@@ -108,6 +108,12 @@ class S3Blobs(Blobs):
     def exists(self, sha256: str) -> bool:
         return self._etag(sha256) is not None
 
+    def count(self) -> int:
+        """Objects under the prefix (one listing, paged by the server)."""
+        where = f"s3://{self.bucket}/{self.prefix}"
+        found = self._call(lambda: self._fs.find(f"{self.bucket}/{self.prefix}"), where, missing=lambda: [])
+        return sum(1 for key in found if key.endswith(".png"))
+
     def _fetch(self, sha256: str) -> bytes:
         return bytes(self._call(lambda: self._fs.cat_file(f"{self.bucket}/{self.key(sha256)}"), self._where(sha256)))
 
