@@ -250,8 +250,10 @@ def cmd_protocols(args: argparse.Namespace) -> int:
 
 def cmd_view(args: argparse.Namespace) -> int:
     from umni.reporting.viewer import serve
+    from umni.run.status import status_of
 
-    serve(args.dirs or [Path("runs")], port=args.port, open_browser=args.open, host=args.host)
+    serve(args.dirs or [Path("runs")], port=args.port, open_browser=args.open, host=args.host,
+          status=lambda path: status_of(path).to_json())  # fmt: skip
     return EXIT_OK
 
 
