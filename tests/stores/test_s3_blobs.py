@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import os
 import subprocess
 import time
 from collections.abc import Iterator
@@ -17,12 +18,20 @@ from PIL import Image
 from s3_server import CLIENT_ENV, S3Server
 from store_runs import RUN_TIMEOUT, command, run
 
+from umni.protocols.protocol import get_protocol
 from umni.store.cache import Cache
 from umni.store.objectstore import S3Blobs
 from umni.store.urls import open_blobs
 from umni.util.errors import ConfigError, StorageError
 
-LIMIT = 6
+
+def _bundled_cases() -> int:
+    protocol = get_protocol("umnibench")
+    return len(protocol.load(protocol.bundled_cases(), protocol.parse_options({})).cases)
+
+
+#: Every bundled UmniBench case: the whole benchmark on sim/umm.
+LIMIT = _bundled_cases()
 
 
 @pytest.fixture(scope="module")
@@ -125,15 +134,17 @@ def test_a_run_with_s3_blobs_is_byte_identical_to_the_folder_store(tmp_path: Pat
     run(tmp_path / "s3", ["--cache", str(tmp_path / "c2"), "--blobs", "s3://umni-blobs/run"], limit=LIMIT,
         env={"AWS_ENDPOINT_URL": s3.endpoint})  # the endpoint from the environment, as AWS tools take it
     assert (tmp_path / "s3" / "results.jsonl").read_bytes() == reference
-    keys = s3.client().find("umni-blobs/run")
-    assert keys and all(hashlib.sha256(s3.client().cat_file(k)).hexdigest() == Path(k).stem for k in keys)
+    client = s3.client()
+    stored = client.cat(client.find("umni-blobs/run"))  # every object, in one batch of requests
+    assert stored and all(hashlib.sha256(data).hexdigest() == Path(key).stem for key, data in stored.items())
     assert list((tmp_path / "s3" / "images").iterdir())  # the report's images came out of the object store
 
 
 def test_the_server_dying_mid_run_stops_it_and_the_resume_is_byte_identical(tmp_path: Path, s3: S3Server, reference: bytes) -> None:
     store_args = ["--cache", str(tmp_path / "c2"), "--blobs", f"s3://umni-blobs/killed?endpoint_url={s3.endpoint}"]
     out = tmp_path / "s3"
-    proc = subprocess.Popen(command(out, store_args, limit=LIMIT), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(command(out, store_args, limit=LIMIT), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "AWS_MAX_ATTEMPTS": "2"})  # botocore's own setting: give up sooner  # fmt: skip
     while not (out / "events.jsonl").exists() or (out / "events.jsonl").stat().st_size < 4000:
         assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
         time.sleep(0.01)

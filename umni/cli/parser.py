@@ -39,8 +39,8 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, help="run directory; the same directory resumes (default: runs/<protocol>-<hash of the command>)")
     p.add_argument("--cache", metavar="URL", help="result store shared across runs: a directory, sqlite:///PATH or "
                    "postgresql://USER@HOST/DB (default: $UMNI_CACHE or the user cache dir)")
-    p.add_argument("--blobs", metavar="URL", help="image store: a directory or file:///DIR (default: blobs/ beside a "
-                   "SQLite cache; with PostgreSQL a directory every machine mounts)")
+    p.add_argument("--blobs", metavar="URL", help="image store: a directory, file:///DIR or s3://BUCKET/PREFIX (default: blobs/ "
+                   "beside a SQLite cache; with PostgreSQL a directory every machine mounts, or an object store)")
     p.add_argument("--shard", metavar="I/N", help="run only shard I of N of the cases, into <out>-shardIofN ('slurm': "
                    "from SLURM_ARRAY_TASK_ID/COUNT); the same command without --shard assembles the run from the store")
     p.add_argument("--phase", metavar="ROLE,…", help="call only these roles' backends; other nodes not in the store stay "
