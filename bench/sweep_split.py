@@ -5,7 +5,8 @@ each, on a PostgreSQL server started for the benchmark on 127.0.0.1 (Debian's bi
 tests use). One process runs ``umni sweep FILE`` into its own database; then ``split`` processes run
 ``umni sweep FILE --shard I/split`` at the same time into another database (the last to finish
 assembles), and the assembling step is timed again on its own. Reported: wall and CPU seconds of
-each way, the work balance across shards (nodes computed per shard: max / mean), the assembling
+each way, the work balance across shards (nodes computed per shard, as each unit's record names the
+shard that ran it: max / mean; units are dealt by their cases × nodes, `umni.run.units.deal`), the assembling
 step's time and nodes computed (0 expected), and whether every run's results.jsonl is byte-identical
 to the one-process sweep's.
 """
@@ -84,8 +85,8 @@ def run(limit: int = 4, split: int = 8, shards: int = 2) -> dict[str, Any]:
             records = [json.loads((folder / "split" / "units" / f"{n}.json").read_text()) for n in names]
             computed = [r["counts"]["computed"] for r in records]
             per_shard = [0] * split
-            for index, nodes in enumerate(computed):
-                per_shard[index % split] += nodes
+            for record in records:  # the sweep shard that ran each unit, as its record says
+                per_shard[int(record["part"].split("/")[0]) - 1] += record["counts"]["computed"]
 
             cpu0, started = _children_cpu(), time.perf_counter()
             _wait(_umni("sweep", str(split_file)))  # the assembling step on its own (all units done)

@@ -4,27 +4,40 @@ or pending, with the finished units' totals; a run directory with its shard dire
 from __future__ import annotations
 
 import json
+import socket
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from tests.stores.store_runs import NODES_PER_CASE
 from tests.stores.test_sweep_shards import sweep_file
 from umni.cli import main
+from umni.run.status import status_of
+from umni.run.sweep import expand, load_sweep, work_units
+from umni.run.units import select, unit_weights
+from umni.util.sharding import Shard
 
 
 def test_a_split_sweep_shows_each_unit(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     split = sweep_file(tmp_path, "split", "cache")
-    assert main(["sweep", str(split), "--shard", "2/4"]) == 0  # units 1 and 5
-    record = tmp_path / "split" / "units" / "u00002.json"  # a unit whose process stopped beating
+    sweep = load_sweep(split)
+    units = work_units(sweep)
+    ran = sorted(u.index for u in select(units, Shard(2, 4), unit_weights(units, expand(sweep))))
+    assert main(["sweep", str(split), "--shard", "2/4"]) == 0
+    stale, pending = [i for i in range(8) if i not in ran][:2]
+    record = tmp_path / "split" / "units" / f"u{stale:05d}.json"  # a unit whose process stopped beating
     plan = json.loads((tmp_path / "split" / "units" / "plan.json").read_text())["units"]
-    record.write_text(json.dumps({**plan[2], "state": "running", "host": "node7", "pid": 12, "heartbeat": time.time() - 600}))
+    record.write_text(json.dumps({**plan[stale], "state": "running", "host": "node7", "pid": 12, "heartbeat": time.time() - 600}))
     capsys.readouterr()
     assert main(["status", str(tmp_path / "split")]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[1].startswith("u00001  done") and out[5].startswith("u00005  done")
-    assert out[2].startswith("u00002  stale") and "heartbeat 600s ago on node7 pid 12" in out[2]
-    assert out[0].startswith("u00000  pending")
+    assert all(out[i].startswith(f"u{i:05d}  done") and "by sweep shard 2/4" in out[i] for i in ran)
+    assert len(ran) == 2
+    assert out[stale].startswith(f"u{stale:05d}  stale") and "heartbeat 600s ago on node7 pid 12" in out[stale]
+    assert out[pending].startswith(f"u{pending:05d}  pending")
     assert out[8] == "2 done, 0 running, 1 stale, 5 pending"
     assert out[9].startswith("finished: ") and "computed" in out[9]
 
@@ -38,3 +51,24 @@ def test_a_sharded_run_shows_its_shards(tmp_path: Path, capsys: pytest.CaptureFi
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("r-shard1of2  done") and out[-1] == "1 done, 0 running, 0 pending"
     assert main(["status", str(tmp_path / "nothing")]) == 2
+
+
+def test_a_store_shows_its_results_writers_and_blobs(tmp_path: Path, store, capsys: pytest.CaptureFixture[str]) -> None:
+    """`umni status STORE` on SQLite and PostgreSQL: two shard processes into one store are two writers."""
+    common = ["run", "umnibench", "--limit", "4", "--quiet", "--model", "sim/umm", "--out", str(tmp_path / "r"), *store.cli()]
+    for part in ("1/2", "2/2"):
+        subprocess.run([sys.executable, "-m", "umni", *common, "--shard", part], check=True, capture_output=True, timeout=180)
+    capsys.readouterr()
+    assert main(["status", store.cache, "--blobs", store.blobs]) == 0
+    out = capsys.readouterr().out.splitlines()
+    writers = [line for line in out if " pid " in line]
+    assert len(writers) == 2 and all(socket.gethostname() in w and "writing" in w for w in writers)
+    stored = sum(int(w.split("  writing ")[1].split()[0]) for w in writers)
+    assert stored == 4 * NODES_PER_CASE  # every node of the 4 cases, once
+    assert out[len(writers)] == "2 writing, 0 idle"
+    kinds = dict(reversed(item.split(" ", 1)) for item in out[len(writers) + 1].removeprefix("stored: ").split(", "))
+    assert sum(int(n) for n in kinds.values()) == stored and {"generate", "edit"} <= set(kinds)
+    blobs = [line for line in out if line.startswith("blobs: ")]
+    assert blobs and int(blobs[0].split()[1]) == sum(1 for _ in (tmp_path / "blobs").rglob("*.png")) > 0
+    status = status_of(store.cache, now=time.time() + 3600)  # an hour later every writer is idle
+    assert status.counts == {"writing": 0, "idle": 2} and status.to_json()["kind"] == "store"

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.stores.store_runs import NODES_PER_CASE
 from umni.cli import main
-from umni.run.sweep import load_sweep, work_units
-from umni.run.units import select
+from umni.run.sweep import expand, load_sweep, work_units
+from umni.run.units import Unit, deal, select, unit_weights
 from umni.util.sharding import Shard
 
 
@@ -43,6 +44,21 @@ def test_units_are_dealt_deterministically_and_cover_the_sweep(tmp_path: Path) -
     assert work_units(load_sweep(sweep_file(tmp_path, "s", "c"))) == units  # same file, same units
 
 
+def test_units_are_dealt_by_their_work_the_same_on_every_machine(tmp_path: Path) -> None:
+    sweep = load_sweep(sweep_file(tmp_path, "s", "c"))
+    units = work_units(sweep)
+    weights = unit_weights(units, expand(sweep))
+    assert sum(weights) == 4 * 4 * NODES_PER_CASE  # 4 runs of 4 cases, each case shard weighed by its cases
+    parts = [select(units, Shard(i, 3), weights) for i in (1, 2, 3)]
+    assert sorted(u.index for part in parts for u in part) == list(range(8))
+    loads = [sum(weights[u.index] for u in part) for part in parts]
+    assert max(loads) - min(loads) <= max(weights)  # the longest-first deal's bound
+    assert unit_weights(units, expand(sweep)) == weights  # read again: the same split
+    fake = [Unit(i, i, None, tmp_path) for i in range(5)]
+    assert deal(fake, 2, [1, 1, 1, 1, 4]) == [1, 1, 1, 1, 0]  # round robin would give 6 against 2
+    assert deal(fake, 5, [1, 1, 1, 1, 4]) == [0, 1, 2, 3, 4]  # a Slurm array: task t runs unit t-1
+
+
 def test_shards_into_one_store_assemble_to_the_one_process_sweep(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     whole = sweep_file(tmp_path, "whole", "c-whole")
     assert main(["sweep", str(whole)]) == 0
@@ -61,8 +77,11 @@ def test_shards_into_one_store_assemble_to_the_one_process_sweep(tmp_path: Path,
     board = json.loads((tmp_path / "split" / "leaderboard.json").read_text())
     assert board == json.loads((tmp_path / "whole" / "leaderboard.json").read_text().replace("/whole/", "/split/"))
     # resubmitted: every unit of the shard is skipped
+    sweep = load_sweep(split)
+    units = work_units(sweep)
+    mine = select(units, Shard(1, 3), unit_weights(units, expand(sweep)))
     assert main(["sweep", str(split), "--shard", "1/3"]) == 0
-    assert "skipped 3 unit(s) already done" in capsys.readouterr().out
+    assert f"skipped {len(mine)} unit(s) already done" in capsys.readouterr().out
 
 
 def test_the_emitted_slurm_script_runs_one_unit_per_task(tmp_path: Path) -> None:

@@ -268,3 +268,39 @@ def test_the_transcript_shows_wrong_answers_timings_and_the_backend(demo_runs, b
     node = browser.find_element(By.CSS_SELECTOR, f"details.node[data-node='{q['stage']}/{qid}'] summary")
     assert "wrong" in node.text and " s" in node.text and "call" in node.text
     assert "sim/umm?" in node.text and "skill=0.4" in node.text
+
+
+def test_the_status_page_refreshes_itself_as_a_unit_finishes(browser, tmp_path):
+    """The Status page of a split sweep in chromium: one row per unit with its state, read again
+    every few seconds, so a unit that finishes turns to done without a reload."""
+    import threading
+
+    from tests.stores.test_sweep_shards import sweep_file
+    from umni.reporting.viewer import make_server
+    from umni.run.status import status_of
+    from umni.run.sweep import load_sweep, work_units
+    from umni.run.units import UnitBook
+
+    out = tmp_path / "split"
+    units = work_units(load_sweep(sweep_file(tmp_path, "split", "cache")))
+    book = UnitBook(out)
+    book.write_plan(units)
+    book.mark(units[3], "running", part="2/4")
+    server = make_server([out], status=lambda path: status_of(path).to_json())
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        def rows(driver):  # read in one script: the page replaces its rows on every refresh
+            return driver.execute_script(
+                "return [...document.querySelectorAll('table.status tbody tr')].map(r => [r.dataset.state, r.innerText])"
+            )
+
+        open_page(browser, f"http://127.0.0.1:{server.server_address[1]}/", "table.status tbody tr")
+        shown = rows(browser)
+        assert [state for state, _ in shown] == ["pending"] * 3 + ["running"] + ["pending"] * 4
+        assert "s ago" in shown[3][1]
+        book.mark(units[3], "done", counts={"computed": 12}, part="2/4")
+        WebDriverWait(browser, 20).until(lambda d: rows(d)[3][0] == "done")
+        assert "by sweep shard 2/4" in rows(browser)[3][1]
+    finally:
+        server.shutdown()
+        server.server_close()

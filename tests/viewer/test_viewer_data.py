@@ -267,3 +267,47 @@ def test_viewer_files_that_cannot_be_made_never_leave_a_run_unfinished(demo_runs
     assert not (run_dir / TABLES_FILE).exists() and (run_dir / INDEX_FILE).exists()  # the other file is still written
     lines = (run_dir / "results.jsonl").read_text().splitlines()
     assert len(ViewerData([run_dir]).cases) == len(lines)
+
+
+def test_the_status_page_follows_a_split_sweep_as_its_units_finish(tmp_path):
+    """`umni view SWEEP` while a split sweep runs: /api/status reads the unit records on every request
+    (done, running with heartbeat age, pending), and the page is served before any run finished."""
+    import threading
+
+    from tests.stores.test_sweep_shards import sweep_file
+    from umni.cli import main
+    from umni.reporting.viewer import make_server
+    from umni.run.status import status_of
+    from umni.util.errors import InputError
+
+    split = sweep_file(tmp_path, "split", "cache")
+    out = tmp_path / "split"
+    (out / "units").mkdir(parents=True)
+    from umni.run.sweep import load_sweep, work_units
+    from umni.run.units import UnitBook
+
+    book = UnitBook(out)
+    units = work_units(load_sweep(split))
+    book.write_plan(units)
+    book.mark(units[3], "running", part="2/4")
+    def reader(path):
+        return status_of(path).to_json()
+
+    with pytest.raises(InputError, match="no summary.json found"):  # a mistyped folder is still refused
+        make_server([out, tmp_path / "elsewhere"], status=reader)
+    server = make_server([out], status=reader)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        base = f"http://127.0.0.1:{server.server_address[1]}"
+        ctype, page = get(base + "/")  # nothing finished yet: the status page, not an error
+        assert ctype.startswith("text/html") and b"/api/status" in page
+        (entry,) = json.loads(get(base + "/api/status")[1])
+        assert entry["kind"] == "sweep" and entry["counts"] == {"done": 0, "running": 1, "stale": 0, "pending": 7}
+        running = entry["items"][3]
+        assert running["name"] == "u00003" and running["state"] == "running" and 0 <= running["age"] < 30
+        assert main(["sweep", str(split), "--shard", "1/1"]) == 0  # every unit runs; the page sees it on its next refresh
+        entry = json.loads(get(base + "/api/status")[1])[0]
+        assert entry["counts"]["done"] == 8 and entry["totals"]["computed"] > 0
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -156,12 +156,14 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 def cmd_status(args: argparse.Namespace) -> int:
     from umni.run.status import status_of
 
-    status = status_of(args.dir)
+    status = status_of(args.dir, blobs=args.blobs)
     for line in status.lines:
         print(line)
     print(", ".join(f"{value} {key}" for key, value in status.counts.items()))
     if status.totals:
-        print("finished: " + ", ".join(f"{value} {key}" for key, value in status.totals.items()))
+        print(f"{status.totals_label}: " + ", ".join(f"{value} {key}" for key, value in status.totals.items()))
+    for note in status.notes:
+        print(note)
     return EXIT_OK
 
 
@@ -248,8 +250,10 @@ def cmd_protocols(args: argparse.Namespace) -> int:
 
 def cmd_view(args: argparse.Namespace) -> int:
     from umni.reporting.viewer import serve
+    from umni.run.status import status_of
 
-    serve(args.dirs or [Path("runs")], port=args.port, open_browser=args.open, host=args.host)
+    serve(args.dirs or [Path("runs")], port=args.port, open_browser=args.open, host=args.host,
+          status=lambda path: status_of(path).to_json())  # fmt: skip
     return EXIT_OK
 
 

@@ -39,8 +39,8 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, help="run directory; the same directory resumes (default: runs/<protocol>-<hash of the command>)")
     p.add_argument("--cache", metavar="URL", help="result store shared across runs: a directory, sqlite:///PATH or "
                    "postgresql://USER@HOST/DB (default: $UMNI_CACHE or the user cache dir)")
-    p.add_argument("--blobs", metavar="URL", help="image store: a directory or file:///DIR (default: blobs/ beside a "
-                   "SQLite cache; with PostgreSQL a directory every machine mounts)")
+    p.add_argument("--blobs", metavar="URL", help="image store: a directory, file:///DIR or s3://BUCKET/PREFIX (default: blobs/ "
+                   "beside a SQLite cache; with PostgreSQL a directory every machine mounts, or an object store)")
     p.add_argument("--shard", metavar="I/N", help="run only shard I of N of the cases, into <out>-shardIofN ('slurm': "
                    "from SLURM_ARRAY_TASK_ID/COUNT); the same command without --shard assembles the run from the store")
     p.add_argument("--phase", metavar="ROLE,…", help="call only these roles' backends; other nodes not in the store stay "
@@ -113,8 +113,10 @@ def build_parser() -> argparse.ArgumentParser:
     runs.add_argument("dirs", type=Path, nargs="*", metavar="DIR", help="folders to search (default: runs)")
     sub.add_parser("backends", help="list backend providers and the roles they fill")
     status = sub.add_parser("status", help="work units of a split sweep (done, running with heartbeat age, pending), "
-                            "or a run directory and its shards")
-    status.add_argument("dir", type=Path, metavar="DIR")
+                            "a run directory and its shards, or a result store (results per kind, the processes "
+                            "writing them, blobs)")
+    status.add_argument("dir", metavar="DIR|STORE", help="a sweep folder, a run directory, a cache directory or .db file, or postgresql://…")
+    status.add_argument("--blobs", metavar="URL", help="a store's blob store to count (default: the one a SQLite store implies)")
 
     cases = sub.add_parser("cases", help="check a case file, or print a case schema")
     cases_sub = cases.add_subparsers(dest="cases_command", required=True, parser_class=_Parser)

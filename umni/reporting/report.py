@@ -8,8 +8,6 @@ disk without a server and stays small. All model and case text is HTML-escaped b
 from __future__ import annotations
 
 import hashlib
-import os
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +16,7 @@ from PIL import Image
 
 from umni.protocols.protocol import Protocol, View
 from umni.reporting.format import format_cell
-from umni.store.artifacts import BlobStore, atomic_write_text
+from umni.store.artifacts import Blobs, atomic_write_text
 
 THUMB_SIDE = 384
 
@@ -28,20 +26,13 @@ _env = Environment(loader=PackageLoader("umni.reporting", "templates"), autoesca
 _env.filters["cell"] = format_cell
 
 
-def export_image(out: Path, sha: str, blobs: BlobStore) -> str | None:
-    """Copy one image next to the report (hard link when possible); return its relative path."""
-    if not blobs.verify(sha):
-        return None  # shown as "image missing"; a damaged blob is never copied or opened
-    source = blobs.path(sha)
+def export_image(out: Path, sha: str, blobs: Blobs) -> str | None:
+    """Copy one image next to the report (a hard link from a folder store); return its relative path."""
     target = out / "images" / f"{sha}.png"
     if target.exists() and hashlib.sha256(target.read_bytes()).hexdigest() != sha:
         target.unlink()
-    if not target.exists():
-        target.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            os.link(source, target)
-        except OSError:
-            shutil.copyfile(source, target)
+    if not target.exists() and not blobs.export(sha, target):
+        return None  # shown as "image missing"; a damaged blob is never copied or opened
     with Image.open(target) as image:
         if max(image.size) <= THUMB_SIDE:
             return f"images/{sha}.png"
@@ -53,7 +44,7 @@ def export_image(out: Path, sha: str, blobs: BlobStore) -> str | None:
     return f"thumbs/{sha}.png"
 
 
-def write_report(out: Path, protocol: Protocol[Any], summary: dict[str, Any], records: list[dict[str, Any]], blobs: BlobStore) -> Path:
+def write_report(out: Path, protocol: Protocol[Any], summary: dict[str, Any], records: list[dict[str, Any]], blobs: Blobs) -> Path:
     cases = []
     for record in records:
         views: list[View] = protocol.views(record)

@@ -11,9 +11,14 @@ A small HTTP server on 127.0.0.1 (the standard library's, threaded) serves one s
   transcript (every node's prompt and reply, judge reasoning, reflection rounds), and the other
   runs that hold the same case, for side-by-side comparison;
 - ``/img/<sha>.png`` and ``/thumb/<sha>.png``: images from the runs' blob stores, thumbnails made
-  on first request.
+  on first request;
+- ``/status`` and ``/api/status``: where each folder given stands while it is being written (a
+  sweep's work units done, running with their heartbeat age, stale or pending; a run and its shard
+  directories), read again on every request, so the page refreshes itself as the work goes on.
+  The reading is `umni status`'s, passed in by the CLI (`status`), as the viewer sits below it.
 
-Nothing is written into the run directories; the server reads them once when it starts.
+Nothing is written into the run directories; the server reads them once when it starts (the status
+on each request).
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import re
 import sys
 import threading
 import webbrowser
+from collections.abc import Callable
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib.resources import files
@@ -47,7 +53,10 @@ MAX_THUMBS = 4000
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 _RUN_INDEX = re.compile(r"^[0-9]{1,9}$")  # ASCII digits only: int() would take "²" or "١" and 5,000 digits
 _STATIC = {"/": ("index.html", "text/html; charset=utf-8"), "/app.js": ("app.js", "text/javascript; charset=utf-8"),
-           "/style.css": ("style.css", "text/css; charset=utf-8")}
+           "/style.css": ("style.css", "text/css; charset=utf-8"), "/status": ("status.html", "text/html; charset=utf-8")}
+
+#: What the status page shows for one folder given to the viewer: `umni status`'s JSON (see umni.run.status).
+StatusReader = Callable[[Path], dict[str, Any]]
 
 
 def host_name(header: str | None) -> str:
@@ -58,7 +67,20 @@ def host_name(header: str | None) -> str:
     return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
 
 
-def _handler(data: ViewerData, allowed_hosts: frozenset[str]) -> type[BaseHTTPRequestHandler]:
+def status_entries(paths: list[Path], status: StatusReader | None) -> list[dict[str, Any]]:
+    """/api/status: each folder's status, or the reason it has none (never an error page)."""
+    entries: list[dict[str, Any]] = []
+    if status is None:
+        return entries
+    for path in paths:
+        try:
+            entries.append({"path": str(path), **status(path)})
+        except InputError as error:
+            entries.append({"path": str(path), "error": error.describe()})
+    return entries
+
+
+def _handler(data: ViewerData, allowed_hosts: frozenset[str], paths: list[Path], status: StatusReader | None) -> type[BaseHTTPRequestHandler]:
     thumbs: dict[str, bytes] = {}
     lock = threading.Lock()
     index_body = json.dumps(data.index(), ensure_ascii=False).encode()
@@ -98,8 +120,10 @@ def _handler(data: ViewerData, allowed_hosts: frozenset[str]) -> type[BaseHTTPRe
             parts = urlsplit(self.path)
             path = unquote(parts.path)
             params = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
+            if path == "/api/status":
+                return self._json(status_entries(paths, status))
             if path in _STATIC:
-                name, ctype = _STATIC[path]
+                name, ctype = _STATIC["/status" if path == "/" and not data.runs else path]  # nothing finished yet
                 return self._send(files("umni.reporting").joinpath("viewer_static", name).read_bytes(), ctype)
             if path == "/api/index.json":
                 return self._send(index_body, "application/json")
@@ -149,23 +173,27 @@ def bind(host: str = "127.0.0.1", port: int = 0) -> _Server:
         raise
 
 
-def make_server(paths: list[Path], port: int = 0, *, host: str = "127.0.0.1", allowed_hosts: list[str] | None = None) -> _Server:
+def make_server(
+    paths: list[Path], port: int = 0, *, host: str = "127.0.0.1", allowed_hosts: list[str] | None = None,
+    status: StatusReader | None = None,
+) -> _Server:
     """A viewer server bound to `host` (port 0: any free port); call `serve_forever` to run it.
-    It answers requests whose Host header is a loopback name, `host`, or one of `allowed_hosts`."""
+    It answers requests whose Host header is a loopback name, `host`, or one of `allowed_hosts`.
+    With `status`, the status page shows `paths` as they are written, even before any run finished."""
     server = bind(host, port)
     try:
-        data = ViewerData(paths)
+        data = ViewerData(paths, in_progress=None if status is None else lambda path: "error" not in status_entries([path], status)[0])
     except BaseException:
         server.server_close()
         raise
     names = LOOPBACK_HOSTS | {host_name(host)} | {host_name(h) for h in allowed_hosts or []}
-    server.RequestHandlerClass = _handler(data, frozenset(names - {"", "0.0.0.0", "::"}))
+    server.RequestHandlerClass = _handler(data, frozenset(names - {"", "0.0.0.0", "::"}), list(paths), status)
     server.viewer_data = data
     return server
 
 
-def serve(paths: list[Path], port: int = 0, open_browser: bool = False, host: str = "127.0.0.1") -> None:
-    server = make_server(paths, port, host=host)
+def serve(paths: list[Path], port: int = 0, open_browser: bool = False, host: str = "127.0.0.1", status: StatusReader | None = None) -> None:
+    server = make_server(paths, port, host=host, status=status)
     for skipped in server.viewer_data.skipped:
         print(f"umni view: left out {skipped}: still being written (or interrupted); run its command again to finish it", file=sys.stderr)
     shown = f"[{host}]" if ":" in host else host

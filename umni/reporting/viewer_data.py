@@ -9,6 +9,7 @@ import io
 import json
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ from umni.reporting.caseindex import (
     read_search_lines,
 )
 from umni.reporting.leaderboard import Run, build_tables, find_runs, label_runs, run_coverage
-from umni.store.artifacts import BlobStore
+from umni.store.artifacts import Blobs, ImageRef
 from umni.store.urls import run_blobs
 from umni.util.errors import InputError
 
@@ -56,7 +57,7 @@ def run_keys(paths: list[Path | None]) -> list[str]:
 class _RunData:
     run: Run
     key: str
-    blobs: BlobStore | None
+    blobs: Blobs | None
     entries: list[list[Any]]
     _search: list[str] | None = None
     _protocol: Any = None
@@ -91,10 +92,13 @@ class ViewerData:
     """Everything the viewer serves: summaries, stored tables and case indexes, read when it starts;
     one record read from disk each time a case is opened."""
 
-    def __init__(self, paths: list[Path]) -> None:
+    def __init__(self, paths: list[Path], *, in_progress: Callable[[Path], bool] | None = None) -> None:
+        """`in_progress(path)`: whether a folder with no finished run yet is one being written (a
+        sweep or run the status page follows), shown rather than refused."""
         self.skipped: list[Path] = []  # run directories still being written: left out, and said so
-        runs = label_runs(find_runs(paths, skipped=self.skipped))
-        if not runs:
+        finished = paths if in_progress is None else [p for p in paths if not in_progress(p) or _has_summary(p)]
+        runs = label_runs(find_runs(finished, skipped=self.skipped)) if finished else []
+        if not runs and in_progress is None:
             raise InputError("no finished runs found", path=paths[0] if paths else None)
         self.missing_intervals = [r for r in runs if r.intervals is None]
         for run in self.missing_intervals:
@@ -135,7 +139,7 @@ class ViewerData:
             return self._tables
 
     @staticmethod
-    def _blobs(run: Run) -> BlobStore | None:
+    def _blobs(run: Run) -> Blobs | None:
         manifest = run.path / "run.json" if run.path else None
         if manifest is None or not manifest.exists():
             return None
@@ -261,10 +265,18 @@ class ViewerData:
         if not _SHA.match(sha):
             return None
         for data in self.runs:
-            if data.blobs is not None and data.blobs.verify(sha):
-                raw = data.blobs.path(sha).read_bytes()
-                return _thumbnail(raw) if thumb else raw
+            if data.blobs is None:
+                continue
+            try:
+                raw = data.blobs.read_bytes(ImageRef(sha256=sha, width=0, height=0))
+            except FileNotFoundError:  # missing or damaged here: another run may hold it
+                continue
+            return _thumbnail(raw) if thumb else raw
         return None
+
+
+def _has_summary(path: Path) -> bool:
+    return (path / "summary.json").exists() or next(Path(path).rglob("summary.json"), None) is not None
 
 
 def node_facts(events: Path, case_id: str) -> dict[str, dict[str, Any]]:

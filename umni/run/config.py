@@ -40,7 +40,7 @@ class RunConfig(BaseModel):
     model: str | None = None
     roles: list[str] = Field(default_factory=list)
     cache: str | None = Field(default=None, description="result store: a directory, sqlite:///… or postgresql://…")
-    blobs: str | None = Field(default=None, description="image store: a directory or file:///dir (default: beside the cache)")
+    blobs: str | None = Field(default=None, description="image store: a directory, file:///dir or s3://bucket/prefix (default: beside the cache)")
     shard: str | None = Field(default=None, description="run only shard I/N of the cases ('slurm': the array task's)")
     phase: list[str] | None = Field(default=None, description="run only nodes of these roles; the rest stay pending")
     limit: int | None = Field(default=None, description="run only the first N cases (N >= 1)")

@@ -16,7 +16,7 @@ from typing import Any
 from umni.protocols.protocol import Protocol
 from umni.reporting.caseindex import write_viewer_files
 from umni.reporting.report import write_report
-from umni.store.artifacts import BlobStore, atomic_write_text, canonical_json, fingerprint
+from umni.store.artifacts import Blobs, atomic_write_text, canonical_json, fingerprint
 from umni.store.cache import RunStore
 from umni.store.completion import mark_complete, mark_incomplete
 from umni.util.errors import InputError
@@ -73,7 +73,7 @@ class RunDir:
             held.callback(events.close)
             yield cls(path, store, events, extended)
 
-    def finish(self, protocol: Protocol[Any, Any, Any, Any], summary: dict[str, Any], records: list[dict[str, Any]], blobs: BlobStore) -> None:
+    def finish(self, protocol: Protocol[Any, Any, Any, Any], summary: dict[str, Any], records: list[dict[str, Any]], blobs: Blobs) -> None:
         """Write results.jsonl, summary.json and the report, then clear the INCOMPLETE marker."""
         with storage_guard(self.path):  # the report's image copies too: a full disk is one StorageError
             lines = "".join(canonical_json(r) + "\n" for r in records)

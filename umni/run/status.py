@@ -3,7 +3,10 @@
 For a sweep folder: each work unit is done, running (with the age of its heartbeat; stale when it
 is older than three heartbeats, so its process is likely gone) or pending, with the totals of the
 finished units. For a run directory: the run and each of its shard directories, with the cases
-finished in its ``run.db`` and the age of its last event. Nothing is changed and no lock is taken.
+finished in its ``run.db`` and the age of its last event. For a result store (a cache directory,
+a .db file, ``postgresql://``): its results per kind, the processes that wrote them (writing when
+the last write is younger than three heartbeats) and its blobs (`umni.store.census`). Nothing is
+changed and no lock is taken. `Status.to_json` is what the viewer's status page shows.
 """
 
 from __future__ import annotations
@@ -16,25 +19,61 @@ from pathlib import Path
 from typing import Any
 
 from umni.run.units import HEARTBEAT_S, UnitBook
+from umni.store.census import is_store, take_census
+from umni.store.urls import is_url
 from umni.util.errors import InputError
 
 
 @dataclass
 class Status:
-    """What `umni status` prints: one line per unit or run directory, then the totals."""
+    """What `umni status` prints: one line per unit, run directory or store writer, then the totals."""
 
     lines: list[str] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
     totals: dict[str, int] = field(default_factory=dict)
+    #: One entry per line: name, state, detail and age (seconds since its heartbeat or last event/write).
+    items: list[dict[str, Any]] = field(default_factory=list)
+    kind: str = "sweep"  # sweep, run or store
+    totals_label: str = "finished"
+    notes: list[str] = field(default_factory=list)  # lines printed after the totals (a store's blobs)
+
+    def add(self, name: str, state: str, detail: str, age: float | None = None) -> None:
+        self.items.append({"name": name, "state": state, "detail": detail, "age": None if age is None else round(age, 1)})
+        self.lines.append(f"{name}  {state:8} {detail}")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "items": self.items, "counts": self.counts, "totals": self.totals,
+                "totals_label": self.totals_label, "notes": self.notes}  # fmt: skip
 
 
-def status_of(path: Path, now: float | None = None) -> Status:
+def status_of(location: str | Path, now: float | None = None, *, blobs: str | None = None) -> Status:
+    """The status of a sweep folder, a run directory or a result store (`blobs`: a store's blob store)."""
     now = time.time() if now is None else now
+    path = Path(location)
+    if is_url(location) or (not (path / "units").is_dir() and not (path / "run.json").is_file() and is_store(path)):
+        return _store_status(location, blobs, now)
     if (path / "units" / "plan.json").is_file():
         return _sweep_status(path, now)
     if (path / "run.json").is_file() or any(path.parent.glob(f"{path.name}-shard*of*")):
         return _run_status(path, now)  # a run directory, or the one its shards will assemble into
-    raise InputError("not a split sweep's folder (no units/plan.json) nor a run directory (no run.json)", path=path)
+    raise InputError(
+        "not a split sweep's folder (no units/plan.json), a run directory (no run.json) nor a result store (no cache.db)",
+        path=path,
+    )
+
+
+def _store_status(location: str | Path, blobs: str | None, now: float) -> Status:
+    census = take_census(location, blobs)
+    status = Status(counts={"writing": 0, "idle": 0}, totals=census.kinds, kind="store", totals_label="stored")
+    for writer in census.writers:
+        age = now - writer.last
+        state = "writing" if age < 3 * HEARTBEAT_S else "idle"
+        status.counts[state] += 1
+        status.add(writer.name(), state, f"{writer.results} results, last write {age:.0f}s ago", age)
+    status.notes.append(f"store: {census.location}, {census.results} results")
+    if census.blobs is not None:
+        status.notes.append(f"blobs: {census.blob_count} images in {census.blobs}")
+    return status
 
 
 def _sweep_status(path: Path, now: float) -> Status:
@@ -48,19 +87,21 @@ def _sweep_status(path: Path, now: float) -> Status:
             age = now - float(record.get("heartbeat", 0))
             state = "stale" if age > 3 * HEARTBEAT_S else "running"
             where += f", heartbeat {age:.0f}s ago on {record.get('host')} pid {record.get('pid')}"
+            where += f" (sweep shard {record['part']})" if record.get("part") else ""
             if record.get("slurm_job"):
                 where += f" (Slurm job {record['slurm_job']})"
         elif state == "done":
+            where += f" by sweep shard {record['part']}" if record.get("part") else ""
             for key, value in (record.get("counts") or {}).items():
                 if isinstance(value, int):
                     status.totals[key] = status.totals.get(key, 0) + value
         status.counts[state] = status.counts.get(state, 0) + 1
-        status.lines.append(f"{unit['unit']}  {state:8} {where}")
+        status.add(unit["unit"], state, where, now - float(record["heartbeat"]) if record.get("heartbeat") else None)
     return status
 
 
 def _run_status(path: Path, now: float) -> Status:
-    status = Status(counts={"done": 0, "running": 0, "pending": 0})
+    status = Status(counts={"done": 0, "running": 0, "pending": 0}, kind="run")
     dirs = [path, *sorted(path.parent.glob(f"{path.name}-shard*of*"))]
     for folder in dirs:
         if not (folder / "run.json").is_file():
@@ -80,7 +121,7 @@ def _run_status(path: Path, now: float) -> Status:
             state = "pending"
         status.counts[state] += 1
         last = f", last event {age:.0f}s ago" if age is not None else ""
-        status.lines.append(f"{folder.name}  {state:8} {complete}/{total} cases finished{last}")
+        status.add(folder.name, state, f"{complete}/{total} cases finished{last}", age)
     return status
 
 

@@ -58,7 +58,7 @@ from umni.run.config import RunConfig, build_config
 from umni.run.evaluation import RunResult, default_cache_dir, evaluate_async, prepare
 from umni.run.preflight import preflight
 from umni.run.slurm import slurm_script
-from umni.run.units import HEARTBEAT_S, Unit, UnitBook, plan, select
+from umni.run.units import HEARTBEAT_S, Unit, UnitBook, plan, select, unit_weights
 from umni.store.artifacts import fingerprint
 from umni.store.cache import Cache
 from umni.util.errors import InputError, InputErrors, StorageError, UmniError
@@ -322,7 +322,8 @@ def run_sweep_shard(path: Path, part_text: str, *, warn: Callable[[str], None] |
     assert sweep.out is not None
     book = UnitBook(sweep.out)
     book.write_plan(units)
-    mine = select(units, part)
+    weights = unit_weights(units, expand(sweep)) if part.count < len(units) else None
+    mine = select(units, part, weights)
     todo = [u for u in mine if not book.is_done(u)]
     requests = [_unit_request(sweep, u) for u in todo]
     shared: dict[str, Any] = {}
@@ -346,12 +347,12 @@ async def _run_units(
 
     async def one(index: int) -> None:
         unit = units[index]
-        book.mark(unit, "running", started=time.time())
+        book.mark(unit, "running", started=time.time(), part=str(part))
         async with anyio.create_task_group() as beat:
-            beat.start_soon(_heartbeat, book, unit)
+            beat.start_soon(_heartbeat, book, unit, str(part))
             result = await evaluate_async(requests[index], prepared[index], lanes=lanes, cache=cache, close_backends=False)
             beat.cancel_scope.cancel()
-        book.mark(unit, "done", finished=time.time(), counts=result.summary["counts"])
+        book.mark(unit, "done", finished=time.time(), counts=result.summary["counts"], part=str(part))
         results.append(result)
 
     lock = f".sweep-shard{part.index}of{part.count}.lock"
@@ -367,11 +368,11 @@ async def _run_units(
     return results
 
 
-async def _heartbeat(book: UnitBook, unit: Unit) -> None:
+async def _heartbeat(book: UnitBook, unit: Unit, part: str) -> None:
     started = time.time()
     while True:
         await anyio.sleep(HEARTBEAT_S)
-        book.mark(unit, "running", started=started)
+        book.mark(unit, "running", started=started, part=part)
 
 
 def emit_slurm(path: Path) -> Path:

@@ -2,7 +2,11 @@
 
 A unit is one run of the sweep, or one case shard of it (``shards: K`` in the sweep file). Units are
 numbered in the sweep's own order (protocol, model, roles, seed; then shard), so every process that
-reads the same sweep file agrees on the list, and sweep shard I of N takes units I-1, I-1+N, … .
+reads the same sweep file agrees on the list. Sweep shard I of N takes the units `deal` gives it:
+units weighed by their work (cases × nodes per case, read from the case files every machine has)
+and dealt heaviest first to the lightest shard, so every process computes the same split and the
+shards finish close together (a round-robin deal by unit number left one shard 1.88× the mean
+with a few cases per run: the case hash gives one shard of a run 0 cases and another 4).
 Each unit keeps a small JSON record under ``<sweep out>/units/``: ``running`` with a heartbeat while
 a process works on it, ``done`` once its run directory is written. A unit recorded as done is
 skipped when a job is submitted again, and `umni status` reads these records.
@@ -18,6 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from umni.protocols.protocol import get_protocol
+from umni.run.config import RunConfig
+from umni.store.artifacts import fingerprint
 from umni.util.sharding import Shard
 
 #: Seconds between heartbeats of a running unit; `umni status` calls one older than 3 of these stale.
@@ -51,9 +58,58 @@ def plan(outs: list[Path], shards: int) -> list[Unit]:
     return units
 
 
-def select(units: list[Unit], part: Shard) -> list[Unit]:
-    """The units sweep shard `part` (I/N) runs: a round-robin deal, so each gets every N-th unit."""
-    return [u for u in units if u.index % part.count == part.index - 1]
+def deal(units: list[Unit], count: int, weights: list[int] | None = None) -> list[int]:
+    """The sweep shard (0-based, of `count`) each unit goes to.
+
+    With weights, the greedy longest-first deal: units in order of weight (heaviest first, ties by
+    number), each to the shard with the least work so far (ties: the lowest shard). It depends only
+    on the weights, so every machine computes the same split. Without weights, or with at least as
+    many shards as units (a Slurm array: task t runs unit t-1), unit i goes to shard i mod count.
+    """
+    if weights is None or count >= len(units):
+        return [u.index % count for u in units]
+    loads = [0] * count
+    owner = [0] * len(units)
+    for unit in sorted(units, key=lambda u: (-weights[u.index], u.index)):
+        target = min(range(count), key=lambda k: (loads[k], k))
+        owner[unit.index] = target
+        loads[target] += weights[unit.index]
+    return owner
+
+
+def select(units: list[Unit], part: Shard, weights: list[int] | None = None) -> list[Unit]:
+    """The units sweep shard `part` (I/N) runs (see `deal`)."""
+    owner = deal(units, part.count, weights)
+    return [u for u in units if owner[u.index] == part.index - 1]
+
+
+def unit_weights(units: list[Unit], requests: list[RunConfig]) -> list[int]:
+    """Each unit's work: its cases (the run's first `limit`, the shard's share) times the nodes of
+    one case's graph. Case sets are loaded once per (protocol, cases, options); nothing is bound,
+    so no model loads. A run whose cases cannot be read weighs 1 (its error comes when it runs)."""
+    loaded: dict[str, tuple[list[str], int]] = {}
+    weights = []
+    for unit in units:
+        request = requests[unit.run]
+        key = fingerprint([request.protocol, str(request.cases), request.options, request.limit])
+        if key not in loaded:
+            loaded[key] = _case_ids(request)
+        ids, nodes = loaded[key]
+        held = [i for i in ids if unit.shard is None or unit.shard.holds(i)]
+        weights.append(max(1, len(held) * nodes) if ids else 1)
+    return weights
+
+
+def _case_ids(request: RunConfig) -> tuple[list[str], int]:
+    try:
+        protocol = get_protocol(request.protocol)
+        options = protocol.parse_options(dict(request.options))
+        cases = protocol.load(Path(request.cases) if request.cases else protocol.bundled_cases(), options).cases
+        cases = cases[: request.limit] if request.limit is not None else cases
+        nodes = len(protocol.build(cases[0], options).nodes) if cases else 1
+        return [protocol.case_id(c) for c in cases], nodes
+    except Exception:  # an unreadable case set: reported by the run itself, with its file and line
+        return [], 1
 
 
 class UnitBook:
@@ -83,6 +139,7 @@ class UnitBook:
         return record is not None and record.get("state") == "done" and (unit.out / "summary.json").is_file()
 
     def mark(self, unit: Unit, state: str, **extra: Any) -> None:
+        """Replace the unit's record (`extra`: e.g. ``part='2/8'``, the sweep shard running it)."""
         self.folder.mkdir(parents=True, exist_ok=True)
         record = {**unit.describe(), "state": state, "host": socket.gethostname(), "pid": os.getpid(), "heartbeat": time.time(), **extra}
         job = os.environ.get("SLURM_JOB_ID")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from umni.store.artifacts import (
     MAX_CASE_PIXELS,
+    Blobs,
     BlobStore,
     ImageRef,
     as_stored,
@@ -29,6 +30,7 @@ __all__ = [
     "as_stored",
     "atomic_write_text",
     "Batches",
+    "Blobs",
     "BlobStore",
     "Cache",
     "canonical_json",

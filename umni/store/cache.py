@@ -122,7 +122,7 @@ class Cache:
                 problems.append(f"result {row.key[:12]} fails its checksum")
                 continue
             for sha in _image_hashes(json.loads(row.output)):
-                if not self.blobs.path(sha).exists():
+                if not self.blobs.exists(sha):
                     problems.append(f"result {row.key[:12]} references missing image {sha[:12]}")
                 elif not self.blobs.verify(sha):
                     problems.append(f"result {row.key[:12]} references damaged image {sha[:12]}")

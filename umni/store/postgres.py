@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from umni.store.results import Batches, StoredRow, Write, chunks, decode_row, encode_write, row_checksum
+from umni.store.results import TALLY, Batches, StoredRow, Write, chunks, decode_row, encode_write, row_checksum
 from umni.util.errors import ConfigError, StorageError
 
 __all__ = ["PostgresResults", "redact"]
@@ -161,6 +161,12 @@ class PostgresResults:
         with self._guard():
             row = self._sync.execute("SELECT kind, output, checksum FROM umni_results WHERE key=%s", (key,)).fetchone()
         return None if row is None else decode_row(key, *row)
+
+    def tally(self) -> list[tuple[str, str | None, int, float, float]]:
+        """(kind, provenance, results, first and last write time) per distinct pair (`umni status STORE`)."""
+        with self._guard():
+            rows = self._sync.execute(TALLY.format(table="umni_results")).fetchall()
+        return [(str(k), p, int(n), float(a), float(b)) for k, p, n, a, b in rows]
 
     def rows(self) -> Iterator[StoredRow]:
         with self._guard():

@@ -52,6 +52,7 @@ def _static() -> dict[str, Any]:
 def process_provenance() -> dict[str, Any]:
     """This process's provenance now (libraries loaded since the last call are included)."""
     info = dict(_static())
+    info["pid"] = os.getpid()  # with the host, which process wrote a result (`umni status STORE`)
     info["libraries"] = {name: v for name in _LIBRARIES if (v := _version(name)) is not None}
     torch = sys.modules.get("torch")
     if torch is not None:

@@ -88,6 +88,10 @@ def decode_row(key: str, kind: str, text: str, checksum: str | None) -> dict[str
     return value if isinstance(value, dict) else None
 
 
+#: The query behind `ResultStore.tally` (``{table}``: the backend's table name).
+TALLY = "SELECT kind, provenance, COUNT(*), MIN(created), MAX(created) FROM {table} GROUP BY kind, provenance"
+
+
 @dataclass(frozen=True)
 class StoredRow:
     """One row as stored, for integrity checks and inspection (not verified)."""
@@ -139,6 +143,10 @@ class ResultStore(Protocol):
     def forget_now(self, key: str) -> None: ...
 
     def rows(self) -> Iterator[StoredRow]: ...
+
+    def tally(self) -> list[tuple[str, str | None, int, float, float]]:
+        """(kind, provenance, results, first and last write time) per distinct pair."""
+        ...
 
     def structure_errors(self) -> list[str]:
         """Damage the store itself can detect below the row level (SQLite's integrity_check)."""

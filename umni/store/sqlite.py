@@ -24,7 +24,7 @@ from typing import Any
 
 from tenacity import retry, retry_if_exception, stop_after_delay, wait_random_exponential
 
-from umni.store.results import Batches, StoredRow, Write, chunks, decode_row, encode_write, row_checksum
+from umni.store.results import TALLY, Batches, StoredRow, Write, chunks, decode_row, encode_write, row_checksum
 from umni.util.errors import StorageError
 from umni.util.storage import storage_guard, touch_with_umask
 
@@ -143,6 +143,12 @@ class SqliteResults:
             rows = self.db.execute("SELECT key, kind, output, checksum, provenance FROM results").fetchall()
         for row in rows:
             yield StoredRow(*row)
+
+    def tally(self) -> list[tuple[str, str | None, int, float, float]]:
+        """(kind, provenance, results, first and last write time) per distinct pair (`umni status STORE`)."""
+        with storage_guard(self.path):
+            rows = self.db.execute(TALLY.format(table="results")).fetchall()
+        return [(str(k), p, int(n), float(a), float(b)) for k, p, n, a, b in rows]
 
     def structure_errors(self) -> list[str]:
         with storage_guard(self.path):

@@ -6,8 +6,10 @@ Results:
 * ``postgresql://user@host:port/db`` (or ``postgres://``): a database shared by many machines;
   blobs then come from ``--blobs`` (a directory every machine mounts), else the user cache dir.
 
-Blobs: a directory or ``file:///dir``. Other schemes (an object store) are the extension point:
-`register_blob_scheme("s3", factory)` where `factory(url) -> BlobStore`-compatible object.
+Blobs: a directory or ``file:///dir``; ``s3://bucket/prefix`` an S3-compatible object store
+(`umni.store.objectstore`: the ``s3`` extra, endpoint from ``?endpoint_url=`` or ``AWS_ENDPOINT_URL``).
+Other schemes are the extension point: `register_blob_scheme("gs", factory)` where `factory(url)`
+returns a `Blobs`.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from umni.store.artifacts import BlobStore
+from umni.store.artifacts import Blobs, BlobStore
 from umni.store.location import default_cache_dir
 from umni.store.provenance import process_provenance
 from umni.store.results import ResultStore, StoredRow, row_checksum
@@ -28,12 +30,12 @@ __all__ = [
     "register_blob_scheme", "is_url", "describe", "run_blobs",
 ]  # fmt: skip
 
-_BLOB_SCHEMES: dict[str, Callable[[str], Any]] = {}
+_BLOB_SCHEMES: dict[str, Callable[[str], Blobs]] = {}
 
 
-def register_blob_scheme(scheme: str, factory: Callable[[str], Any]) -> None:
-    """Serve ``scheme://…`` blob URLs with `factory(url)`, an object with BlobStore's methods
-    (put_png, put_file, open, verify, path) — the extension point for object stores."""
+def register_blob_scheme(scheme: str, factory: Callable[[str], Blobs]) -> None:
+    """Serve ``scheme://…`` blob URLs with `factory(url)`, a `Blobs` (the extension point for
+    object stores other than S3)."""
     _BLOB_SCHEMES[scheme.lower()] = factory
 
 
@@ -77,16 +79,20 @@ def open_results(location: str | Path) -> tuple[ResultStore, Path | None]:
     )
 
 
-def open_blobs(location: str | Path) -> Any:
-    """The image blob store at a directory or ``file:///dir`` (or a registered scheme)."""
+def open_blobs(location: str | Path) -> Blobs:
+    """The image blob store at a directory, ``file:///dir``, ``s3://bucket/prefix`` (or a registered scheme)."""
     scheme = _scheme(location)
     if scheme == "":
         return BlobStore(Path(location))
     if scheme == "file":
         return BlobStore(_file_path(str(location), "file"))
+    if scheme == "s3" and scheme not in _BLOB_SCHEMES:
+        from umni.store.objectstore import S3Blobs
+
+        return S3Blobs(str(location))
     factory = _BLOB_SCHEMES.get(scheme)
     if factory is None:
-        known = ", ".join(["file", *sorted(_BLOB_SCHEMES)])
+        known = ", ".join(["file", "s3", *sorted(_BLOB_SCHEMES)])
         raise ConfigError(
             f"--blobs {location}: no blob store for scheme {scheme!r} (known: {known}; "
             "register one with umni.stores.register_blob_scheme)"
@@ -105,7 +111,7 @@ def describe(location: str | Path) -> str:
     return str(location)
 
 
-def run_blobs(manifest: dict[str, Any]) -> Any | None:
+def run_blobs(manifest: dict[str, Any]) -> Blobs | None:
     """The blob store a run directory's images live in, from its run.json (`blobs`, else the one
     its `cache` implies; a PostgreSQL cache without `blobs` used the user cache dir's). None when
     the manifest names neither or the store cannot be opened (readers then show no images)."""

@@ -18,6 +18,7 @@ EXTRA_OF: dict[str, str] = {
     "cv2": "girbench",
     "rapidocr_onnxruntime": "ocr",
     "onnxruntime": "ocr",
+    "s3fs": "s3",  # --blobs s3://
     "selenium": "test",
     "pytest": "test",
     "hypothesis": "test",
