@@ -53,11 +53,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from umni.engine.runner import LanePool
 from umni.protocols.caseio import validation_errors
 from umni.reporting.leaderboard import build_tables, write_leaderboard
+from umni.reporting.pool_hours import pools_held
 from umni.run.config import RunConfig, build_config
 from umni.run.evaluation import RunResult, default_cache_dir, evaluate_async, prepare
 from umni.run.preflight import preflight
 from umni.run.slurm import slurm_script
 from umni.run.sweep_placement import Placement, check_placement, placed
+from umni.run.turns import take_turns
 from umni.run.units import HEARTBEAT_S, Unit, UnitBook, plan, select
 from umni.store.artifacts import fingerprint
 from umni.store.cache import Cache
@@ -215,9 +217,7 @@ async def _run_all(sweep: SweepFile, requests: list[RunConfig], prepared: list[A
     try:
         with exclusive_folder(sweep.out, ".sweep.lock", "another umni sweep is running into this folder; wait for it to finish"):
             try:
-                async with anyio.create_task_group() as tg:
-                    for index in range(len(requests)):
-                        tg.start_soon(one, index)
+                await take_turns(sweep.out, sweep.ray, [p.bindings.unique() for p in prepared], one)
             finally:  # a crashed sweep still leaves the leaderboard of the runs that finished
                 done = [r for r in results if r is not None]
                 if done or all(r is not None for r in results):
@@ -309,9 +309,7 @@ async def _run_units(
     lock = f".sweep-shard{part.index}of{part.count}.lock"
     try:
         with exclusive_folder(sweep.out, lock, f"sweep shard {part} is already running into this folder"):
-            async with anyio.create_task_group() as tg:
-                for index in range(len(units)):
-                    tg.start_soon(one, index)
+            await take_turns(sweep.out, sweep.ray, [p.bindings.unique() for p in prepared], one)
     except BaseExceptionGroup as group:
         _raise_one(group)
     finally:
@@ -354,9 +352,9 @@ def _assemble_if_free(path: Path) -> Path | None:
 def _write_sweep_outputs(out: Path, done: list[RunResult]) -> None:
     summaries = [r.summary for r in done]
     write_leaderboard(build_tables(summaries), out)
-    (out / "sweep.json").write_text(
-        json.dumps({"runs": [{"out": str(r.out), "bindings": r.summary["bindings"], "protocol": r.summary["protocol"]} for r in done]}, indent=2)
-    )
+    runs = [{"out": str(r.out), "bindings": r.summary["bindings"], "protocol": r.summary["protocol"]} for r in done]
+    pools = pools_held(out)  # what each Ray pool held (`umni.run.turns`); none without placement
+    (out / "sweep.json").write_text(json.dumps({"runs": runs, **({"pools": pools} if pools else {})}, indent=2))
     from umni.reporting.sweep_report import write_sweep_report
 
     write_sweep_report(out, done)
