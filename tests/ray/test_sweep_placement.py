@@ -112,8 +112,14 @@ def test_a_bad_placement_is_refused_with_its_field(tmp_path: Path, entry: str, f
 
 @pytest.mark.parametrize(
     ("params", "message"),
-    [("runtime_env=%7Bnot", "runtime_env is not JSON"), ("labels=zone", "key:value pairs"), ("bundles=0", "at least 1")],
+    [
+        ("runtime_env=%7Bnot", "runtime_env is not JSON"),
+        ('runtime_env={"env_vars":{"HF_TOKEN":"hf_abc"}}', "HF_TOKEN looks like a credential"),
+        ("labels=zone", "key:value pairs"),
+        ("bundles=0", "at least 1"),
+    ],
 )
 def test_a_bad_placement_parameter_is_refused_before_any_cluster_work(params: str, message: str) -> None:
-    with pytest.raises(ConfigError, match=message):
+    with pytest.raises(ConfigError, match=message) as refused:
         PoolShape.of(Spec.parse(f"sim/umm?placement=ray&{params}"))
+    assert "hf_abc" not in str(refused.value)

@@ -201,6 +201,14 @@ def _runtime_env(spec: Spec) -> dict[str, Any] | None:
         raise ConfigError(f"backend spec '{spec}': runtime_env is not JSON ({exc})", field="runtime_env") from None
     if not isinstance(env, dict):
         raise ConfigError(f"backend spec '{spec}': runtime_env is a JSON object (env_vars, py_modules, pip, …)", field="runtime_env")
+    for name in env.get("env_vars") or {}:
+        upper = str(name).upper()
+        if any(word in upper for word in ("TOKEN", "SECRET", "PASSWORD", "API_KEY")) or upper.endswith("_KEY"):
+            raise ConfigError(
+                f"backend spec '{spec.provider}/{spec.name}': runtime_env env_vars {name} looks like a credential, and a spec is "
+                "recorded in run.json; set it in the environment of the cluster's nodes instead",
+                field="runtime_env",
+            )
     for module in env.get("py_modules") or []:
         if isinstance(module, str) and "://" not in module and not Path(module).exists():
             raise ConfigError(f"backend spec '{spec}': runtime_env py_modules entry {module} does not exist", field="runtime_env")
