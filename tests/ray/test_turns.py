@@ -71,6 +71,11 @@ def test_three_models_take_turns_on_room_for_two(tmp_path: Path) -> None:
     assert "Ray pools" in (placed / "report.html").read_text()
     assert not (plain / "events.jsonl").exists() and "pools" not in json.loads((plain / "sweep.json").read_text())
 
+    # the same sweep again: every run is finished, so no model is loaded at all
+    assert main(["sweep", str(tmp_path / "turns.yaml")]) == 0
+    assert (placed / "events.jsonl").read_text().count('"pool.load"') == 3
+    assert results(placed) == results(plain)
+
 
 def test_a_pool_kept_for_later_is_released_early_rather_than_waiting_forever(tmp_path: Path) -> None:
     """Models A, B and judges J, C of 1 CPU each on 2 CPUs: after (A, J) the judge J is kept for (B, J)

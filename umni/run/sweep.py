@@ -59,7 +59,7 @@ from umni.run.evaluation import RunResult, default_cache_dir, evaluate_async, pr
 from umni.run.preflight import preflight
 from umni.run.slurm import slurm_script
 from umni.run.sweep_placement import Placement, check_placement, placed
-from umni.run.turns import take_turns
+from umni.run.turns import needed_backends, take_turns
 from umni.run.units import HEARTBEAT_S, Unit, UnitBook, plan, select
 from umni.store.artifacts import fingerprint
 from umni.store.cache import Cache
@@ -217,7 +217,7 @@ async def _run_all(sweep: SweepFile, requests: list[RunConfig], prepared: list[A
     try:
         with exclusive_folder(sweep.out, ".sweep.lock", "another umni sweep is running into this folder; wait for it to finish"):
             try:
-                await take_turns(sweep.out, sweep.ray, [p.bindings.unique() for p in prepared], one)
+                await take_turns(sweep.out, sweep.ray, needed_backends(requests, prepared), one)
             finally:  # a crashed sweep still leaves the leaderboard of the runs that finished
                 done = [r for r in results if r is not None]
                 if done or all(r is not None for r in results):
@@ -309,7 +309,7 @@ async def _run_units(
     lock = f".sweep-shard{part.index}of{part.count}.lock"
     try:
         with exclusive_folder(sweep.out, lock, f"sweep shard {part} is already running into this folder"):
-            await take_turns(sweep.out, sweep.ray, [p.bindings.unique() for p in prepared], one)
+            await take_turns(sweep.out, sweep.ray, needed_backends(requests, prepared), one)
     except BaseExceptionGroup as group:
         _raise_one(group)
     finally:

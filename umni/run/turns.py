@@ -27,6 +27,8 @@ import anyio
 
 from umni.backends.contract import Backend
 from umni.backends.placement import RayPool, connect
+from umni.run.config import RunConfig
+from umni.run.evaluation import Prepared, has_work
 from umni.util.errors import ConfigError
 from umni.util.events import EventLog
 
@@ -53,6 +55,11 @@ async def take_turns(
         await Turns(runs, events).run(work)
     finally:
         events.close()
+
+
+def needed_backends(requests: Sequence[RunConfig], prepared: Sequence[Prepared]) -> list[list[Backend]]:
+    """The backends each run needs loaded: its bindings', or none when it has no case left to run."""
+    return [list(p.bindings.unique()) if has_work(r, p) else [] for r, p in zip(requests, prepared, strict=True)]
 
 
 @dataclass
