@@ -77,6 +77,22 @@ def test_three_models_take_turns_on_room_for_two(tmp_path: Path) -> None:
     assert results(placed) == results(plain)
 
 
+def test_sweep_shards_take_turns_too_and_the_assembling_step_loads_nothing(tmp_path: Path) -> None:
+    """`umni sweep --shard I/N` schedules its share the same way; the shard that finishes last
+    assembles the leaderboard from finished runs without loading any model."""
+    path = tmp_path / "split.yaml"
+    path.write_text(
+        f'protocols: [umnibench]\nmodels: {json.dumps(MODELS)}\nlimit: 2\nout: {tmp_path / "split"}\n'
+        f"cache: {tmp_path / 'split-cache'}\nplacement:\n" + "".join(f'  "{m}": {{cpus: 1}}\n' for m in MODELS)
+    )
+    assert main(["sweep", str(path), "--shard", "1/2"]) == 0
+    assert main(["sweep", str(path), "--shard", "2/2"]) == 0
+    out = tmp_path / "split"
+    loads = [json.loads(line)["spec"] for line in (out / "events.jsonl").read_text().splitlines() if '"pool.load"' in line]
+    assert sorted(loads) == sorted(set(loads)) and len(loads) == 3  # each model loaded once, by the shard that ran it
+    assert (out / "leaderboard.md").is_file() and [p["loads"] for p in json.loads((out / "sweep.json").read_text())["pools"]] == [1, 1, 1]
+
+
 def test_a_pool_kept_for_later_is_released_early_rather_than_waiting_forever(tmp_path: Path) -> None:
     """Models A, B and judges J, C of 1 CPU each on 2 CPUs: after (A, J) the judge J is kept for (B, J)
     but (A, C) cannot start beside it, so J is released early (A, which (A, C) needs, is kept) and
