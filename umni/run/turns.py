@@ -5,9 +5,10 @@ scheduler here groups the sweep's runs by the Ray pools they use (a model's runs
 protocol, role binding and seed form one group), and starts a group when the pools it still needs fit
 in what the cluster has free; a pool is released as soon as no run that needs it is left, which frees
 room for the next group. Groups wait in sweep order (a later group that fits starts before an earlier
-one that does not), so every pool is loaded exactly once. Only when nothing runs and the next group
-still does not fit — pools kept loaded for later groups are in the way — are those idle pools released
-early (and loaded again when their turn comes); the event log says so.
+one that does not), so every pool is loaded exactly once. Only when nothing runs and no waiting group
+fits — pools kept loaded for later groups are in the way — are idle pools released early, those the
+first waiting group does not need first and only until it fits (each loaded again when its turn
+comes); the event log marks such a release ``"early": true``. A run with no case left needs no pool.
 
 A pool that can never fit (more CPUs or GPUs than the nodes its labels select have, or no node with
 its labels) is refused before any run starts. Backends that are not Ray pools take no turn: their
