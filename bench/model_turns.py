@@ -14,6 +14,8 @@ Run: python -m bench.model_turns [limit] [latency]
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import sys
 import tempfile
@@ -38,7 +40,9 @@ def _sweep(folder: Path, name: str, limit: int, latency: float, placed: bool) ->
         text += "placement:\n" + "".join(f'  "{m}": {{cpus: 1}}\n' for m in models)
     path.write_text(text)
     cpu0, started = cpu_seconds(), time.perf_counter()
-    if main(["sweep", str(path)]) != 0:
+    with contextlib.redirect_stdout(io.StringIO()):  # the sweep's own lines; stdout is the JSON result
+        code = main(["sweep", str(path)])
+    if code != 0:
         raise RuntimeError(f"sweep {name} failed")
     return folder / name, time.perf_counter() - started, cpu_seconds() - cpu0
 
