@@ -117,7 +117,9 @@ def test_start_timeout_names_the_spec() -> None:
     pool = create_backend(Spec.parse("sim/umm?placement=ray&cpus=0.5&start_timeout=2"))
     assert isinstance(pool, RayPool)
     assert ray.available_resources().get("GPU", 0) == 0
-    pool.gpus = 1.0
+    import dataclasses
+
+    pool.shape = dataclasses.replace(pool.shape, gpus=1.0)
     pool._check_resources = lambda: None  # type: ignore[method-assign]  # let the unplaceable actor be asked for
     with pytest.raises(ConfigError, match="sim/umm.*did not start within 2s"):
         asyncio.run(pool.ensure_started())
@@ -131,10 +133,10 @@ def test_a_replica_killed_mid_run_changes_nothing(tmp_path: Path, monkeypatch: p
     pools: list[RayPool] = []
     original = RayPool._new_actor
 
-    def recording(self: RayPool) -> object:
+    def recording(self: RayPool, index: int = 0) -> object:
         if self not in pools:
             pools.append(self)
-        return original(self)
+        return original(self, index)
 
     monkeypatch.setattr(RayPool, "_new_actor", recording)
     killed = threading.Event()

@@ -10,7 +10,8 @@ from __future__ import annotations
 from umni.backends.bindings import Bindings
 from umni.backends.contract import Backend, BackendParams, backend_class, check_roles, known_providers, start_backends
 from umni.backends.factory import create_backend
-from umni.backends.placement import PLACEMENT_PARAMS, RayPool, connect
+from umni.backends.placement import RayPool, connect
+from umni.backends.pool_shape import PLACEMENT_PARAMS, PoolShape
 from umni.backends.wire import from_wire, to_wire
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "from_wire",
     "known_providers",
     "PLACEMENT_PARAMS",
+    "PoolShape",
     "RayPool",
     "start_backends",
     "to_wire",

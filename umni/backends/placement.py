@@ -1,4 +1,5 @@
-"""Serve one backend spec from a pool of Ray actors (``placement=ray&replicas=N&gpus=G&cpus=C``).
+"""Serve one backend spec from a pool of Ray actors (``placement=ray&replicas=N&gpus=G&cpus=C``, and
+``bundles``/``strategy``/``runtime_env``/``labels``: see `umni.backends.pool_shape`).
 
 The placement parameters say where a backend runs, never what it answers: they are stripped before
 the real backend is built, so its identity and every cache key are the same in process or on Ray.
@@ -21,19 +22,10 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from umni.backends.contract import Backend, backend_class
+from umni.backends.pool_shape import PLACEMENT_PARAMS, PoolShape, shape_text
 from umni.backends.wire import from_wire, to_wire
 from umni.util.errors import BackendError, ConfigError
 from umni.util.spec import Spec
-
-#: Spec parameters that place a backend; operational, and removed before the real backend sees the spec.
-PLACEMENT_PARAMS = frozenset({"placement", "replicas", "gpus", "cpus", "start_timeout", "max_restarts"})
-
-DEFAULT_START_TIMEOUT = 300.0
-DEFAULT_MAX_RESTARTS = 3
-
-
-#: Most replicas one spec may ask for: a larger number is a typo (10**9), refused before any cluster work.
-MAX_REPLICAS = 1024
 
 #: Tries at starting a private local cluster; a busy machine sometimes fails the first.
 START_TRIES = 3
@@ -161,21 +153,6 @@ def inner_spec(spec: Spec) -> Spec:
     )
 
 
-def _number(spec: Spec, name: str, default: float, kind: type = float) -> Any:
-    raw = spec.options.get(name)
-    if raw is None:
-        return default
-    try:
-        value = kind(raw)
-    except ValueError:
-        raise ConfigError(f"backend spec '{spec}': {name}={raw!r} is not a number", field=name) from None
-    if value < 0 or (name == "replicas" and value < 1):
-        raise ConfigError(f"backend spec '{spec}': {name}={raw!r} must be positive", field=name)
-    if name == "replicas" and value > MAX_REPLICAS:
-        raise ConfigError(f"backend spec '{spec}': replicas={raw} is more than {MAX_REPLICAS}; is it a typo?", field=name)
-    return value
-
-
 class _Replica:
     """One Ray actor's body: the real backend, built and started in the actor's process."""
 
@@ -209,11 +186,10 @@ class RayPool(Backend):
         placement = spec.options.get("placement")
         if placement != "ray":
             raise ConfigError(f"backend spec '{spec}': placement={placement!r}; umni knows placement=ray")
-        self.replicas: int = _number(spec, "replicas", 1, int)
-        self.gpus: float = _number(spec, "gpus", 0.0)
-        self.cpus: float = _number(spec, "cpus", 1.0)
-        self.start_timeout: float = _number(spec, "start_timeout", DEFAULT_START_TIMEOUT)
-        self.max_restarts: int = _number(spec, "max_restarts", DEFAULT_MAX_RESTARTS, int)
+        self.shape = PoolShape.of(spec)
+        self.replicas = self.shape.replicas
+        self.start_timeout = self.shape.start_timeout
+        self.max_restarts = self.shape.max_restarts
         self._identity = probe.identity()
         self._per_replica = probe.concurrency
         self._roles = probe.fills()
@@ -221,6 +197,8 @@ class RayPool(Backend):
             "options" in inspect.signature(getattr(self.real_class, "respond", lambda: None)).parameters
         )
         self._actors: list[Any] = []
+        self._groups: list[Any] = []  # one placement group per replica, with bundles=
+        self._env: dict[str, Any] | None = None  # the runtime_env, its local folders uploaded
         self._busy: list[int] = []
         self._restarts = 0
         self._restart_lock = asyncio.Lock()
@@ -240,23 +218,58 @@ class RayPool(Backend):
         return str(Spec(provider=self.spec.provider, name=self.spec.name))
 
     # lifecycle ----------------------------------------------------------------------------------------
+    def demand(self) -> dict[str, float]:
+        """The CPUs and GPUs the pool holds on the cluster while it is started."""
+        return self.shape.demand()
+
+    def describe(self) -> dict[str, Any]:
+        """The pool as events and reports show it: its spec, replicas, demand and placement."""
+        return {"spec": str(self.spec), **shape_text(self.shape)}
+
     def _check_resources(self) -> None:
         import ray
 
+        refused = self.shape.never_fits(self.spec, ray.nodes())
+        if refused:
+            raise ConfigError(refused)
         available = ray.available_resources()
-        wanted = {"CPU": self.cpus * self.replicas, "GPU": self.gpus * self.replicas}
-        for resource, amount in wanted.items():
-            if amount and available.get(resource, 0.0) < amount:
+        for resource, amount in self.demand().items():
+            if available.get(resource, 0.0) < amount - 1e-9:
                 raise ConfigError(
                     f"backend spec '{self.spec}': {self.replicas} replica(s) need {amount:g} {resource}, "
-                    f"the Ray cluster has {available.get(resource, 0.0):g} free; lower replicas/cpus/gpus"
+                    f"the Ray cluster has {available.get(resource, 0.0):g} free; lower replicas/bundles/cpus/gpus"
                 )
 
-    def _new_actor(self) -> Any:
+    def _new_actor(self, index: int = 0) -> Any:
         import ray
 
+        group = self._groups[index] if self._groups else None
         actor_class = ray.remote(_Replica)
-        return actor_class.options(num_cpus=self.cpus, num_gpus=self.gpus).remote(str(self.inner))
+        return actor_class.options(**self.shape.actor_options(group, self._env)).remote(str(self.inner))
+
+    async def _place_groups(self) -> None:
+        """One placement group per replica, each placed (all its bundles reserved) before any actor starts."""
+        from ray.util.placement_group import remove_placement_group
+
+        if not self.shape.bundles:
+            return
+        self._groups = [self.shape.new_group() for _ in range(self.replicas)]
+        try:
+            await asyncio.wait_for(asyncio.gather(*(group.ready() for group in self._groups)), timeout=self.start_timeout)
+        except TimeoutError:
+            for group in self._groups:
+                remove_placement_group(group)
+            self._groups = []
+            raise ConfigError(
+                f"backend spec '{self.spec}': a placement group of {self.shape.bundles} bundle(s) "
+                f"({self.shape.strategy}) was not placed within {self.start_timeout:g}s (raise start_timeout=, "
+                "or check the cluster's nodes can hold the bundles together)"
+            ) from None
+        except BaseException:
+            for group in self._groups:
+                remove_placement_group(group)
+            self._groups = []
+            raise
 
     async def _start_actor(self, actor: Any) -> None:
         import ray
@@ -276,15 +289,27 @@ class RayPool(Backend):
         if not ray.is_initialized():
             raise ConfigError(f"backend spec '{self.spec}': placement=ray needs Ray; run with --ray auto|ADDRESS")
         self._check_resources()
-        self._actors = [self._new_actor() for _ in range(self.replicas)]
+        self._env = self.shape.uploaded_env()
+        await self._place_groups()
+        self._actors = [self._new_actor(index) for index in range(self.replicas)]
         self._busy = [0] * self.replicas
         try:
             await asyncio.gather(*(self._start_actor(actor) for actor in self._actors))
         except BaseException:
-            for actor in self._actors:
-                ray.kill(actor)
-            self._actors = []
+            self._release()
             raise
+
+    def _release(self) -> None:
+        """Kill every actor and remove every placement group: what the pool held is free again."""
+        import ray
+        from ray.util.placement_group import remove_placement_group
+
+        for actor in self._actors:
+            ray.kill(actor)
+        for group in self._groups:
+            remove_placement_group(group)
+        self._actors = []
+        self._groups = []
 
     async def aclose(self) -> None:
         import ray
@@ -294,8 +319,7 @@ class RayPool(Backend):
                 await actor.close.remote()
             except ray.exceptions.RayActorError:
                 pass
-            ray.kill(actor)
-        self._actors = []
+        self._release()
 
     # calls --------------------------------------------------------------------------------------------
     async def _restart(self, index: int, dead: Any) -> None:
@@ -308,7 +332,7 @@ class RayPool(Backend):
                     retryable=False,
                 )
             self._restarts += 1
-            actor = self._new_actor()
+            actor = self._new_actor(index)  # in the dead one's placement group, which outlives it
             await self._start_actor(actor)
             self._actors[index] = actor
 

@@ -148,9 +148,21 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     out, results = run_sweep(args.file, warn=_warn_preflight)
     for result in results:
         _print_run(result.summary, result.out)
+    _print_pools(out)
     print(f"leaderboard: {out / 'leaderboard.md'}")
     print(f"report:      {out / 'report.html'}")
     return EXIT_OK
+
+
+def _print_pools(out: Path) -> None:
+    """What each Ray pool of the sweep held (all its invocations), when models took turns on Ray."""
+    from umni.reporting.pool_hours import pools_held
+
+    for pool in pools_held(out):
+        print(
+            f"  pool {pool['spec']}: loaded {pool['loads']}×, held {pool['seconds']:.1f} s "
+            f"({pool['cpu_hours']:.4f} CPU-h, {pool['gpu_hours']:.4f} GPU-h)"
+        )
 
 
 def cmd_status(args: argparse.Namespace) -> int:

@@ -22,6 +22,7 @@ from umni.protocols.caseio import read_results_jsonl  # noqa: E402
 from umni.protocols.protocol import get_protocol  # noqa: E402
 from umni.reporting.format import format_cell
 from umni.reporting.leaderboard import Table, build_tables, run_label  # noqa: E402
+from umni.reporting.pool_hours import pools_held
 from umni.reporting.report import export_image  # noqa: E402
 from umni.store.artifacts import atomic_write_text  # noqa: E402
 from umni.store.completion import require_complete  # noqa: E402
@@ -79,7 +80,8 @@ def write_sweep_report(out: Path, results: list[Any]) -> Path:
             key = (result.summary["protocol"], record["case_id"])
             report_link = Path(result.out).resolve().relative_to(out.resolve()) / "report.html" if Path(result.out).resolve().is_relative_to(out.resolve()) else None
             cases.setdefault(key, []).append({"label": run_label(result.summary), "panels": panels, "report": report_link})
-    html = _env.get_template("sweep.html.j2").render(tables=tables, plots=plots, cases=cases, out_dir=str(out))
+    pools = pools_held(out)
+    html = _env.get_template("sweep.html.j2").render(tables=tables, plots=plots, cases=cases, out_dir=str(out), pools=pools)
     path = out / "report.html"
     atomic_write_text(path, html)
     return path

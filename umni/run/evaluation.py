@@ -29,10 +29,10 @@ from umni.run.rundir import RunDir
 from umni.run.servers import ServerLog
 from umni.run.summary import add_cumulative, build_summary
 from umni.store.artifacts import fingerprint
-from umni.store.cache import Cache
+from umni.store.cache import Cache, RunStore
 from umni.store.location import default_cache_dir  # noqa: F401 - also importable from here
 from umni.store.urls import describe
-from umni.util.errors import ConfigError, InputError
+from umni.util.errors import ConfigError, InputError, UmniError
 from umni.util.filehash import file_sha256, files_sha256
 from umni.util.progress import Progress
 from umni.util.sharding import Shard, parse_shard
@@ -158,7 +158,8 @@ async def evaluate_async(
         servers = ServerLog(run_dir.events, bindings.unique())
         try:
             with runner.progress, servers:
-                stats = await runner.run(jobs, _recorder(prepared, by_id, run_dir))
+                # a finished run starts no backend: resuming a done sweep loads no model
+                stats = await runner.run(jobs, _recorder(prepared, by_id, run_dir)) if jobs else runner.stats
         finally:
             if close_backends:
                 for backend in bindings.unique():
@@ -172,6 +173,27 @@ async def evaluate_async(
         run_dir.finish(protocol, summary, records, store.blobs)
         run_dir.events.emit("run.end", counts=summary["counts"], failures=summary["failures"])
     return RunResult(out, summary)
+
+
+def has_work(request: RunConfig, prepared: Prepared) -> bool:
+    """Whether running `request` would run any case: false when its run.db already holds every one of
+    its cases complete, so a sweep schedules no model for it (`umni.run.turns`)."""
+    shard = parse_shard(request.shard) if request.shard else None
+    db = (shard.directory(Path(request.out)) if shard else Path(request.out)) / "run.db"
+    if not db.is_file():
+        return True
+    try:
+        store = RunStore(db)
+    except UmniError:  # the run itself reports what is wrong with its run.db
+        return True
+    try:
+        done = store.complete_ids()
+    except UmniError:
+        return True
+    finally:
+        store.close()
+    protocol = prepared.protocol
+    return any(protocol.case_id(c) not in done for c in _cases_of(request, prepared, shard))
 
 
 def _cases_of(request: RunConfig, prepared: Prepared, shard: Shard | None) -> list[Any]:

@@ -50,38 +50,23 @@ import anyio
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from umni.backends.placement import MAX_REPLICAS, PLACEMENT_PARAMS
 from umni.engine.runner import LanePool
 from umni.protocols.caseio import validation_errors
 from umni.reporting.leaderboard import build_tables, write_leaderboard
+from umni.reporting.pool_hours import pools_held
 from umni.run.config import RunConfig, build_config
 from umni.run.evaluation import RunResult, default_cache_dir, evaluate_async, prepare
 from umni.run.preflight import preflight
 from umni.run.slurm import slurm_script
+from umni.run.sweep_placement import Placement, check_placement, placed
+from umni.run.turns import needed_backends, take_turns
 from umni.run.units import HEARTBEAT_S, Unit, UnitBook, plan, select, unit_weights
 from umni.store.artifacts import fingerprint
 from umni.store.cache import Cache
 from umni.util.errors import InputError, InputErrors, StorageError, UmniError
 from umni.util.sharding import Shard, parse_shard
-from umni.util.spec import Spec
 from umni.util.stopping import run_async
 from umni.util.storage import exclusive_folder
-
-
-class Placement(BaseModel):
-    """Where one spec's backend runs: a pool of Ray actors (the spec parameters of `umni.placement`)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    replicas: int = Field(1, ge=1, le=MAX_REPLICAS)
-    gpus: float | None = Field(None, ge=0)
-    cpus: float | None = Field(None, ge=0)
-    start_timeout: float | None = Field(None, gt=0)
-    max_restarts: int | None = Field(None, ge=0)
-
-    def params(self) -> tuple[tuple[str, str], ...]:
-        given = self.model_dump(exclude_none=True)
-        return (("placement", "ray"), *((k, f"{v:g}" if isinstance(v, float) else str(v)) for k, v in given.items()))
 
 
 class SweepFile(BaseModel):
@@ -132,42 +117,11 @@ def load_sweep(path: Path) -> SweepFile:
     sweep.cases = {k: (v if v.is_absolute() else base / v) for k, v in sweep.cases.items()}
     if sweep.out is None:
         sweep.out = Path("runs") / f"sweep-{sweep.name or path.stem}"
-    _check_placement(sweep, path)
+    if sweep.placement:
+        written = {m for m in sweep.models if m is not None} | {s for roles in sweep.roles for s in roles.values()}
+        check_placement(sweep.placement, written, path)
+        sweep.ray = sweep.ray or "auto"  # placement implies Ray
     return sweep
-
-
-def _check_placement(sweep: SweepFile, path: Path) -> None:
-    """Every placed spec is one the sweep uses and places nowhere else; placement implies Ray."""
-    if not sweep.placement:
-        return
-    written = {m for m in sweep.models if m is not None} | {s for roles in sweep.roles for s in roles.values()}
-    for text in sweep.placement:
-        field = f"placement.{text}"
-        if text not in written:
-            raise InputError(
-                f"no model or role binding of this sweep is spelt '{text}'; key placement by a spec exactly as "
-                f"written under models: or roles: ({', '.join(sorted(written)) or 'none given'})",
-                path=path,
-                field=field,
-            )
-        placed = PLACEMENT_PARAMS & set(Spec.parse(text).options)
-        if placed:
-            raise InputError(
-                f"'{text}' already sets {', '.join(sorted(placed))} in the spec; place it either there or here",
-                path=path,
-                field=field,
-            )
-    if sweep.ray is None:
-        sweep.ray = "auto"
-
-
-def placed(sweep: SweepFile, text: str) -> str:
-    """The spec a run uses for `text`: with the sweep's placement parameters, when it has any."""
-    where = sweep.placement.get(text)
-    if where is None:
-        return text
-    spec = Spec.parse(text)
-    return str(Spec(provider=spec.provider, name=spec.name, params=tuple(sorted((*spec.params, *where.params())))))
 
 
 def expand(sweep: SweepFile) -> list[RunConfig]:
@@ -192,8 +146,8 @@ def _combinations(sweep: SweepFile) -> list[tuple[dict[str, Any], str]]:
             "protocol": protocol,
             "out": sweep.out / protocol / label,
             "cases": sweep.cases.get(protocol),
-            "model": None if model is None else placed(sweep, model),
-            "roles": [f"{r}={placed(sweep, s)}" for r, s in sorted(roles.items())] or None,
+            "model": None if model is None else placed(sweep.placement, model),
+            "roles": [f"{r}={placed(sweep.placement, s)}" for r, s in sorted(roles.items())] or None,
             "cache": sweep.cache,
             "blobs": sweep.blobs,
             "limit": sweep.limit,
@@ -263,9 +217,7 @@ async def _run_all(sweep: SweepFile, requests: list[RunConfig], prepared: list[A
     try:
         with exclusive_folder(sweep.out, ".sweep.lock", "another umni sweep is running into this folder; wait for it to finish"):
             try:
-                async with anyio.create_task_group() as tg:
-                    for index in range(len(requests)):
-                        tg.start_soon(one, index)
+                await take_turns(sweep.out, sweep.ray, needed_backends(requests, prepared), one)
             finally:  # a crashed sweep still leaves the leaderboard of the runs that finished
                 done = [r for r in results if r is not None]
                 if done or all(r is not None for r in results):
@@ -358,9 +310,7 @@ async def _run_units(
     lock = f".sweep-shard{part.index}of{part.count}.lock"
     try:
         with exclusive_folder(sweep.out, lock, f"sweep shard {part} is already running into this folder"):
-            async with anyio.create_task_group() as tg:
-                for index in range(len(units)):
-                    tg.start_soon(one, index)
+            await take_turns(sweep.out, sweep.ray, needed_backends(requests, prepared), one)
     except BaseExceptionGroup as group:
         _raise_one(group)
     finally:
@@ -403,9 +353,9 @@ def _assemble_if_free(path: Path) -> Path | None:
 def _write_sweep_outputs(out: Path, done: list[RunResult]) -> None:
     summaries = [r.summary for r in done]
     write_leaderboard(build_tables(summaries), out)
-    (out / "sweep.json").write_text(
-        json.dumps({"runs": [{"out": str(r.out), "bindings": r.summary["bindings"], "protocol": r.summary["protocol"]} for r in done]}, indent=2)
-    )
+    runs = [{"out": str(r.out), "bindings": r.summary["bindings"], "protocol": r.summary["protocol"]} for r in done]
+    pools = pools_held(out)  # what each Ray pool held (`umni.run.turns`); none without placement
+    (out / "sweep.json").write_text(json.dumps({"runs": runs, **({"pools": pools} if pools else {})}, indent=2))
     from umni.reporting.sweep_report import write_sweep_report
 
     write_sweep_report(out, done)
