@@ -267,3 +267,34 @@ def test_viewer_files_that_cannot_be_made_never_leave_a_run_unfinished(demo_runs
     assert not (run_dir / TABLES_FILE).exists() and (run_dir / INDEX_FILE).exists()  # the other file is still written
     lines = (run_dir / "results.jsonl").read_text().splitlines()
     assert len(ViewerData([run_dir]).cases) == len(lines)
+
+
+def test_the_transcript_shows_each_nodes_usage_cost_backend_and_retries(tmp_path, monkeypatch):
+    """node.done carries the node's usage and the backend that answered, node.retry its case; the
+    viewer turns them into per-node facts, with a cost where the price table prices the backend."""
+    from umni.util.policy import RetryPolicy
+
+    out = tmp_path / "run"
+    evaluate(RunRequest(protocol="umnibench", out=out, model="sim/umm", roles=["understand=sim/umm?error_rate=0.5"],
+                        cache=tmp_path / "c", limit=2, progress=False,
+                        retry=RetryPolicy(max_attempts=6, initial_wait=0.001, max_wait=0.002, jitter=0.0)))
+    events = [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
+    retries = [e for e in events if e["event"] == "node.retry"]
+    assert retries and all(e["case"] and e["node"] for e in retries)
+    done = [e for e in events if e["event"] == "node.done" and e["role"] == "understand"]
+    assert done and all(e["backend"] == "sim/umm" and e["usage"]["input_tokens"] > 0 for e in done)
+    assert all("images_out" not in e["usage"] for e in done)  # a count of 0 is left out: the log stays compact
+
+    prices = tmp_path / "prices.yaml"
+    prices.write_text("sim/umm:\n  input_per_million: 1000000\n  per_image: 2\n")
+    monkeypatch.setenv("UMNI_PRICES", str(prices))
+    data = ViewerData([out])
+    key = data.runs[0].key
+    case_id = retries[0]["case"]
+    facts = data.case(key, case_id)["node_facts"]
+    retried = facts[retries[0]["node"]]
+    assert retried["retries"] == sum(1 for e in retries if e["case"] == case_id and e["node"] == retries[0]["node"])
+    answer = next(f for f in facts.values() if f.get("role") == "understand" and "usage" in f)
+    assert answer["backend"] == "sim/umm" and answer["cost"] == pytest.approx(answer["usage"]["input_tokens"])
+    image = next(f for f in facts.values() if f.get("role") == "generate")
+    assert image["usage"]["images_out"] == 1 and image["cost"] == pytest.approx(2 + image["usage"].get("input_tokens", 0))
