@@ -71,6 +71,7 @@ from .cases import (
     missing_images,
 )
 from .deviations import deviations
+from .weights import missing_extractors
 
 #: Tasks in the paper's table order.
 TASKS = ("uni", "numerical", "spatial", "text", "puzzle", "sudoku", "perception")
@@ -635,6 +636,15 @@ class GirBench(Protocol[GirCase, GirOptions, dict[str, Any], GirScores]):
         bound = set(bound_roles)
         missing = {role for role in ALL_ROLES if role not in bound}
         return GirOptions(**{**options.model_dump(), "skip_roles": ",".join(sorted(options.skipped_roles | missing))})
+
+    def preflight(self, cases: Sequence[GirCase], options: GirOptions) -> list[str]:
+        """With official features, the DINOv3 and InceptionV3 weights the cases need must be on this
+        machine (`weights.missing_extractors`): a run never downloads them case by case."""
+        if options.features != "official":
+            return []
+        uni = any(isinstance(c.data, UniCase) and _metric_unavailable(c, "uni_generation", options) is None for c in cases)
+        puzzle = any(isinstance(c.data, PuzzleCase) for c in cases)
+        return missing_extractors(options.uni_model if uni else None, options.fid_weights if puzzle else None)
 
     def case_schema(self) -> dict[str, Any]:
         """JSON Schemas of the files a GIR-Bench folder holds, keyed by where each file sits (the
