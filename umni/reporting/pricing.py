@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import platformdirs
-import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from umni.util.errors import InputError
@@ -38,6 +37,8 @@ def default_price_file() -> Path | None:
 
 
 def load_prices(path: Path) -> dict[str, Price]:
+    import yaml  # only when a price table is read (the viewer's start does without it)
+
     try:
         raw = yaml.safe_load(Path(path).read_text()) or {}
     except (OSError, yaml.YAMLError) as exc:
