@@ -298,3 +298,16 @@ def test_the_transcript_shows_each_nodes_usage_cost_backend_and_retries(tmp_path
     assert answer["backend"] == "sim/umm" and answer["cost"] == pytest.approx(answer["usage"]["input_tokens"])
     image = next(f for f in facts.values() if f.get("role") == "generate")
     assert image["usage"]["images_out"] == 1 and image["cost"] == pytest.approx(2 + image["usage"].get("input_tokens", 0))
+
+
+def test_the_viewer_server_imports_nothing_it_needs_only_later():
+    """`umni view` prints its URL sooner when its start imports only what serving needs: no numpy
+    (intervals are stored), no yaml (a price table is read when a case opens), no graph or backends
+    (a protocol is loaded when a case's panels are drawn), no SQLite cache."""
+    import subprocess
+    import sys
+
+    code = ("import sys, umni.cli.commands, umni.reporting.viewer; "
+            "print(sorted(m for m in ('numpy', 'yaml', 'umni.graph', 'umni.backends', 'umni.store.cache', 'umni.protocols.protocol') if m in sys.modules))")
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert loaded == "[]"
