@@ -104,6 +104,7 @@ class ViewerData:
         self._tables: list[dict[str, Any]] | None = None
         self._tables_lock = threading.Lock()
         self._prices: dict[str, Price] | None = None
+        self._prices_lock = threading.Lock()
         self.runs: list[_RunData] = []
         self._by_case: dict[tuple[str, str], list[int]] = {}
         self._positions: list[dict[str, int]] = []
@@ -136,10 +137,18 @@ class ViewerData:
                 self._tables = [t.to_json() for t in build_tables(self._runs_for_tables)]
             return self._tables
 
+    def warm(self) -> None:
+        """Load what opening a case needs and the start did without (each run's protocol code, the
+        price table): called in a background thread once the URL is printed, so neither the start
+        nor the first case opened waits for those imports."""
+        for data in self.runs:
+            _ = data.protocol
+        self.prices()
+
     def prices(self) -> dict[str, Price] | None:
         """The price table (``$UMNI_PRICES`` or the user's prices.yaml), read when a case is first
-        opened; a table that cannot be read prices nothing (the viewer shows usage only)."""
-        with self._tables_lock:
+        opened (or by `warm`); a table that cannot be read prices nothing (the viewer shows usage only)."""
+        with self._prices_lock:
             if self._prices is None:
                 path = default_price_file()
                 try:

@@ -232,8 +232,11 @@ function factsNode(e, c) {
   const used = usageText(f.usage);
   if (used) bits.push(el("span", { class: "muted usage" }, used));
   if (f.cost !== undefined) bits.push(el("span", { class: "muted cost" }, f.cost === null ? "cost unknown" : "$" + costText(f.cost)));
-  const backend = f.backend || (e.role ? backendText((c.backends || {})[e.role]) : "");
-  if (backend) bits.push(el("span", { class: "muted backend", title: e.role ? backendText((c.backends || {})[e.role]) : "" }, backend));
+  // the run's binding in full; the node's own event names the backend that answered (provider/name),
+  // which differs from the binding only when an earlier invocation bound another (a re-judged run)
+  const bound = e.role ? (c.backends || {})[e.role] : null;
+  const backend = f.backend && (!bound || bound.provider + "/" + bound.name !== f.backend) ? f.backend : backendText(bound);
+  if (backend) bits.push(el("span", { class: "muted backend" }, backend));
   return bits.flatMap(b => [" · ", b]);
 }
 
