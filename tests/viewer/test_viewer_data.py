@@ -286,7 +286,7 @@ def test_the_transcript_shows_each_nodes_usage_cost_backend_and_retries(tmp_path
     assert all("images_out" not in e["usage"] for e in done)  # a count of 0 is left out: the log stays compact
 
     prices = tmp_path / "prices.yaml"
-    prices.write_text("sim/umm:\n  input_per_million: 1000000\n  per_image: 2\n")
+    prices.write_text("sim/umm:\n  input_per_million: 1000000\n  per_image: 2\n  per_call: 0.5\n")
     monkeypatch.setenv("UMNI_PRICES", str(prices))
     data = ViewerData([out])
     key = data.runs[0].key
@@ -294,10 +294,13 @@ def test_the_transcript_shows_each_nodes_usage_cost_backend_and_retries(tmp_path
     facts = data.case(key, case_id)["node_facts"]
     retried = facts[retries[0]["node"]]
     assert retried["retries"] == sum(1 for e in retries if e["case"] == case_id and e["node"] == retries[0]["node"])
-    answer = next(f for f in facts.values() if f.get("role") == "understand" and "usage" in f)
-    assert answer["backend"] == "sim/umm" and answer["cost"] == pytest.approx(answer["usage"]["input_tokens"])
+    # a reply is priced per call, a failed attempt is not: the retried node made more attempts than replies
+    assert retried["calls"] > 1 and retried["usage"]["calls"] == 1
+    answers = [f for f in facts.values() if f.get("role") == "understand" and "usage" in f]
+    assert answers and all(f["backend"] == "sim/umm" and f["usage"]["calls"] == 1 for f in answers)
+    assert all(f["cost"] == pytest.approx(f["usage"]["input_tokens"] + 0.5) for f in answers)
     image = next(f for f in facts.values() if f.get("role") == "generate")
-    assert image["usage"]["images_out"] == 1 and image["cost"] == pytest.approx(2 + image["usage"].get("input_tokens", 0))
+    assert image["usage"]["images_out"] == 1 and image["cost"] == pytest.approx(2.5 + image["usage"].get("input_tokens", 0))
 
 
 def test_the_viewer_server_imports_nothing_it_needs_only_later():

@@ -327,12 +327,13 @@ def node_facts(events: Path, case_id: str) -> dict[str, dict[str, Any]]:
 
 
 def _spent(fact: dict[str, Any], event: dict[str, Any]) -> None:
-    """The backend that answered and the usage its replies reported (a count left out is 0), from a
-    node.done or node.failed line; lines of an older umni carry neither, and nothing is made up."""
+    """The backend that answered and the usage its replies reported, from a node.done or node.failed
+    line (a count left out is 0; ``calls``, replies, left out is the node's attempts); lines of an
+    older umni carry neither, and nothing is made up."""
     if "backend" in event:
         fact["backend"] = event["backend"]
     if isinstance(event.get("usage"), dict):
-        fact["usage"] = event["usage"]
+        fact["usage"] = {"calls": event.get("calls", event.get("failure_attempts", 0)), **event["usage"]}
 
 
 def add_costs(facts: dict[str, dict[str, Any]], prices: dict[str, Price] | None) -> None:

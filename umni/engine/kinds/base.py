@@ -119,13 +119,14 @@ class KindContext:
 
     def spent(self) -> dict[str, Any]:
         """What the node's event says about its calls: the backend that answered (``provider/name``,
-        the price table's key) and the usage its replies reported, with counts of 0 left out so
-        events.jsonl stays compact (a field that is absent is 0; None is a count the server did not give)."""
+        the price table's key) and the usage its replies reported, kept compact for events.jsonl:
+        a count of 0 is left out, and so is ``calls`` (replies) when it equals the node's attempts;
+        None is a count the server did not give."""
         fields: dict[str, Any] = {}
         if self.backend is not None:
             fields["backend"] = self.backend.usage_key()
         if self.usage is not None:
-            fields["usage"] = {k: v for k, v in vars(self.usage).items() if v != 0}
+            fields["usage"] = {k: v for k, v in vars(self.usage).items() if v != 0 and not (k == "calls" and v == self.calls)}
         return fields
 
     # calls ----------------------------------------------------------------
