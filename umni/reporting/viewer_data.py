@@ -62,12 +62,13 @@ class _RunData:
     _search: list[str] | None = None
     _protocol: Any = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _protocol_lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
     def protocol(self) -> Any:
         from umni.protocols.protocol import get_protocol
 
-        with self._lock:
+        with self._protocol_lock:  # its own lock: a search never waits on a protocol's import
             if self._protocol is None:
                 try:
                     self._protocol = get_protocol(self.run.summary["protocol"])
