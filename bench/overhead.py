@@ -122,7 +122,8 @@ def _event_cost(root: Path, emits: int) -> float:
     try:
         started = time.perf_counter()
         for i in range(emits):
-            events.emit("node.done", case="case-000001", node=f"q{i % 20}", key="0" * 64, calls=1)
+            events.emit("node.done", case="case-000001", node=f"q{i % 20}", role="understand", key="0" * 64, calls=1,
+                        seconds=0.0012, backend="null/zero", usage={"input_tokens": 42, "output_tokens": 1, "images_in": 1})
         return (time.perf_counter() - started) / emits * 1e6
     finally:
         events.close()

@@ -87,10 +87,16 @@ def wait_ready(driver, css: str, timeout: float = 20.0):  # type: ignore[no-unty
 
 
 def full_page(driver, path: Path, min_height: int = 900) -> Path:  # type: ignore[no-untyped-def]
-    """Resize to the page's height (bounded) and save a PNG."""
+    """Resize to the page's height (bounded) and save a PNG, reduced to 256 colours (no dithering:
+    text stays crisp) so the committed pictures stay small."""
+    from PIL import Image
+
     height = driver.execute_script("return document.documentElement.scrollHeight")
     driver.set_window_size(1400, max(min_height, min(int(height) + 40, 2600)))
     driver.save_screenshot(str(path))
+    with Image.open(path) as shot:
+        small = shot.convert("RGB").quantize(256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
+    small.save(path, optimize=True)
     return path
 
 

@@ -20,6 +20,8 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
+from .weights import local_checkpoint
+
 INPUT_SIZE = 224
 IMAGENET_MEAN = np.array([0.485, 0.456, 0.406], dtype=np.float32)
 IMAGENET_STD = np.array([0.229, 0.224, 0.225], dtype=np.float32)
@@ -41,8 +43,8 @@ def _model(name: str) -> Any:
         if name not in _models:
             from transformers import AutoModel
 
-            try:
-                model = AutoModel.from_pretrained(name)
+            try:  # from the local folder or hub-cache snapshot when there is one: no network call
+                model = AutoModel.from_pretrained(local_checkpoint(name) or name)
             except (OSError, ValueError) as exc:
                 _models[name] = RuntimeError(
                     f"the Uni feature model {name!r} could not be loaded ({exc}); "

@@ -71,6 +71,7 @@ from .cases import (
     missing_images,
 )
 from .deviations import deviations
+from .weights import missing_extractors
 
 #: Tasks in the paper's table order.
 TASKS = ("uni", "numerical", "spatial", "text", "puzzle", "sudoku", "perception")
@@ -151,10 +152,11 @@ FEATURE_METRICS = ("uni_generation", "puzzle")
 class GirOptions(BaseModel):
     """``tasks``: comma-separated subset of the tasks (empty: every task the case folder holds).
     ``skip_roles``: roles this run does not bind; what needs them is skipped and counted.
-    ``features``: ``official`` (default) scores Uni similarity with DINOv3 (``uni_model``, a hub id or
-    a local folder for transformers) and the Visual Puzzle FID with torchmetrics' InceptionV3
-    (``fid_weights``: a local weights file in torch-fidelity's format; empty for the standard
-    download); ``embed`` uses the run's embed role for both instead (a deviation, listed as such)."""
+    ``features``: ``official`` (default) scores Uni similarity with DINOv3 (``uni_model``, a local
+    folder for transformers or a hub id already in the Hugging Face cache) and the Visual Puzzle FID
+    with torchmetrics' InceptionV3 (``fid_weights``: a local weights file in torch-fidelity's format;
+    empty for the standard file in torch's hub cache); a run never downloads them (`weights.py`).
+    ``embed`` uses the run's embed role for both instead (a deviation, listed as such)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -163,8 +165,12 @@ class GirOptions(BaseModel):
     features: Literal["official", "embed"] = Field(
         "official", description="official: DINOv3 (Uni) and InceptionV3 FID (puzzle); embed: the run's embed role"
     )
-    uni_model: str = Field(OFFICIAL_UNI_MODEL, description="DINOv3 checkpoint for Uni similarity: hub id or local folder")
-    fid_weights: str = Field("", description="InceptionV3 weights file (torch-fidelity format); empty: standard download")
+    uni_model: str = Field(
+        OFFICIAL_UNI_MODEL, description="DINOv3 checkpoint for Uni similarity: local folder, or hub id already in the Hugging Face cache"
+    )
+    fid_weights: str = Field(
+        "", description="InceptionV3 weights file (torch-fidelity format); empty: the standard file in torch's hub cache"
+    )
 
     @field_validator("tasks")
     @classmethod
@@ -635,6 +641,15 @@ class GirBench(Protocol[GirCase, GirOptions, dict[str, Any], GirScores]):
         bound = set(bound_roles)
         missing = {role for role in ALL_ROLES if role not in bound}
         return GirOptions(**{**options.model_dump(), "skip_roles": ",".join(sorted(options.skipped_roles | missing))})
+
+    def preflight(self, cases: Sequence[GirCase], options: GirOptions) -> list[str]:
+        """With official features, the DINOv3 and InceptionV3 weights the cases need must be on this
+        machine (`weights.missing_extractors`): a run never downloads them case by case."""
+        if options.features != "official":
+            return []
+        uni = any(isinstance(c.data, UniCase) and _metric_unavailable(c, "uni_generation", options) is None for c in cases)
+        puzzle = any(isinstance(c.data, PuzzleCase) for c in cases)
+        return missing_extractors(options.uni_model if uni else None, options.fid_weights if puzzle else None)
 
     def case_schema(self) -> dict[str, Any]:
         """JSON Schemas of the files a GIR-Bench folder holds, keyed by where each file sits (the

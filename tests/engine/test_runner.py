@@ -61,9 +61,9 @@ def test_independent_nodes_overlap_rather_than_run_in_layers(tmp_path):
     runner = Runner(bindings, Cache(tmp_path))
     original = runner._finish
 
-    def spy(run_, outcome):
+    def spy(run_, outcome, *more):
         events.append(outcome.node)
-        original(run_, outcome)
+        original(run_, outcome, *more)
 
     runner._finish = spy
     run(runner, g)

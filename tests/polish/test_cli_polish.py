@@ -32,6 +32,19 @@ def test_protocols_lists_options_with_defaults(capsys):
     assert main(["protocols"]) == 0 and "--option" not in capsys.readouterr().out
 
 
+def test_protocols_options_print_a_description_for_every_option_of_every_protocol(capsys):
+    """Each protocol's every option has a description, and `umni protocols --options` prints it on the option's line."""
+    from umni.protocols.protocol import get_protocol, known_protocols
+
+    assert main(["protocols", "--options"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    for name in known_protocols():
+        for key, info in get_protocol(name).Options.model_fields.items():
+            assert info.description, f"{name}: option {key} has no description"
+            shown = [row for row in lines if row.strip().startswith(f"--option {key}=") and row.rstrip().endswith(info.description)]
+            assert shown, f"{name}: option {key}'s description is not printed"
+
+
 def test_runs_lists_run_directories(tmp_path, capsys):
     assert main(run_args(tmp_path, "runs/a")) == 0
     assert main(run_args(tmp_path, "runs/b", "sim/umm?error_rate=0.5", "--max-attempts", "1", "--cache", str(tmp_path / "other"))) == 0

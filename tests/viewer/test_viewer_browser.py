@@ -268,6 +268,8 @@ def test_the_transcript_shows_wrong_answers_timings_and_the_backend(demo_runs, b
     node = browser.find_element(By.CSS_SELECTOR, f"details.node[data-node='{q['stage']}/{qid}'] summary")
     assert "wrong" in node.text and " s" in node.text and "call" in node.text
     assert "sim/umm?" in node.text and "skill=0.4" in node.text
+    facts = data.case(data.runs[0].key, case_id)["node_facts"][f"{q['stage']}/{qid}"]
+    assert f"tokens {facts['usage']['input_tokens']} in / {facts['usage']['output_tokens']} out" in node.text
 
 
 def test_the_status_page_refreshes_itself_as_a_unit_finishes(browser, tmp_path):

@@ -311,3 +311,50 @@ def test_the_status_page_follows_a_split_sweep_as_its_units_finish(tmp_path):
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_the_transcript_shows_each_nodes_usage_cost_backend_and_retries(tmp_path, monkeypatch):
+    """node.done carries the node's usage and the backend that answered, node.retry its case; the
+    viewer turns them into per-node facts, with a cost where the price table prices the backend."""
+    from umni.util.policy import RetryPolicy
+
+    out = tmp_path / "run"
+    evaluate(RunRequest(protocol="umnibench", out=out, model="sim/umm", roles=["understand=sim/umm?error_rate=0.5"],
+                        cache=tmp_path / "c", limit=2, progress=False,
+                        retry=RetryPolicy(max_attempts=6, initial_wait=0.001, max_wait=0.002, jitter=0.0)))
+    events = [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
+    retries = [e for e in events if e["event"] == "node.retry"]
+    assert retries and all(e["case"] and e["node"] for e in retries)
+    done = [e for e in events if e["event"] == "node.done" and e["role"] == "understand"]
+    assert done and all(e["backend"] == "sim/umm" and e["usage"]["input_tokens"] > 0 for e in done)
+    assert all("images_out" not in e["usage"] for e in done)  # a count of 0 is left out: the log stays compact
+
+    prices = tmp_path / "prices.yaml"
+    prices.write_text("sim/umm:\n  input_per_million: 1000000\n  per_image: 2\n  per_call: 0.5\n")
+    monkeypatch.setenv("UMNI_PRICES", str(prices))
+    data = ViewerData([out])
+    key = data.runs[0].key
+    case_id = retries[0]["case"]
+    facts = data.case(key, case_id)["node_facts"]
+    retried = facts[retries[0]["node"]]
+    assert retried["retries"] == sum(1 for e in retries if e["case"] == case_id and e["node"] == retries[0]["node"])
+    # a reply is priced per call, a failed attempt is not: the retried node made more attempts than replies
+    assert retried["calls"] > 1 and retried["usage"]["calls"] == 1
+    answers = [f for f in facts.values() if f.get("role") == "understand" and "usage" in f]
+    assert answers and all(f["backend"] == "sim/umm" and f["usage"]["calls"] == 1 for f in answers)
+    assert all(f["cost"] == pytest.approx(f["usage"]["input_tokens"] + 0.5) for f in answers)
+    image = next(f for f in facts.values() if f.get("role") == "generate")
+    assert image["usage"]["images_out"] == 1 and image["cost"] == pytest.approx(2.5 + image["usage"].get("input_tokens", 0))
+
+
+def test_the_viewer_server_imports_nothing_it_needs_only_later():
+    """`umni view` prints its URL sooner when its start imports only what serving needs: no numpy
+    (intervals are stored), no yaml (a price table is read when a case opens), no graph or backends
+    (a protocol is loaded when a case's panels are drawn), no SQLite cache."""
+    import subprocess
+    import sys
+
+    code = ("import sys, umni.cli.commands, umni.reporting.viewer; "
+            "print(sorted(m for m in ('numpy', 'yaml', 'umni.graph', 'umni.backends', 'umni.store.cache', 'umni.protocols.protocol') if m in sys.modules))")
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert loaded == "[]"

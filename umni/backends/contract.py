@@ -165,7 +165,12 @@ class Backend:
         """Release connections or memory; called once at the end of a run."""
 
     def usage_key(self) -> str:
-        return str(Spec(provider=self.spec.provider, name=self.spec.name))
+        """``provider/name``: the key of the backend's usage, its price, and the backend each node
+        event names (made once: a run asks for it per node)."""
+        key = self.__dict__.get("_usage_key")
+        if key is None:
+            key = self.__dict__["_usage_key"] = str(Spec(provider=self.spec.provider, name=self.spec.name))
+        return key
 
 
 async def start_backends(backends: Iterable[Backend]) -> None:

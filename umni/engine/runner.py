@@ -285,15 +285,14 @@ class Runner:
         lane.submit(self._tasks, (run.job.position, run.order[node.id]), next(self._pool.seq), task)
         return None
 
-    def _finish(self, run: _CaseRun, outcome: Outcome) -> None:
+    def _finish(self, run: _CaseRun, outcome: Outcome, spent: dict[str, Any] | None = None) -> None:
         run.outcomes[outcome.node] = outcome
         self.stats.statuses[outcome.status] += 1
         self.progress.bump(outcome.status)
         if outcome.failure is not None:
             self.stats.failures[outcome.failure.kind] += 1
-            self.events.emit(
-                "node.failed", case=run.job.case_id, node=outcome.node, **{f"failure_{k}": v for k, v in outcome.failure.to_json().items()}
-            )
+            fields = {f"failure_{k}": v for k, v in outcome.failure.to_json().items()}
+            self.events.emit("node.failed", case=run.job.case_id, node=outcome.node, **fields, **(spent or {}))
         for child in run.dependents[outcome.node]:
             run.waiting[child] -= 1
             if run.waiting[child] == 0:
@@ -321,21 +320,21 @@ class Runner:
         back as the step that stores it, to run once the lane's slot is free."""
         self.progress.bump("running")
         started = time.monotonic()
-        ctx = KindContext(node, backend, run.outcomes, self._services)
+        ctx = KindContext(node, backend, run.outcomes, self._services, run.job.case_id)
         try:
             await self.inputs.decode_ahead(run.outcomes, node)
             output = (await kind.execute(ctx)).model_dump()
         except StorageError:  # the disk failed, not the node: stop the run, record nothing
             raise
         except Exception as exc:
-            self._settled(run, key, failure(node.id, exc, ctx.calls or 1))
+            self._settled(run, key, failure(node.id, exc, ctx.calls or 1), ctx.spent())
             return None
         finally:
             self.progress.bump("running", -1)
-        return functools.partial(self._keep, run, node, key, kind, backend, policy, output, started, ctx.calls)
+        return functools.partial(self._keep, run, node, key, kind, backend, policy, output, started, ctx)
 
     async def _keep(self, run: _CaseRun, node: Node, key: str, kind: Kind, backend: Backend | None, policy: CachePolicy,
-                    output: dict[str, Any], started: float, calls: int) -> None:
+                    output: dict[str, Any], started: float, ctx: KindContext) -> None:
         """Store what the node made (the row that won, if another process stored the key first); finish it."""
         try:
             if policy.write:
@@ -346,13 +345,14 @@ class Runner:
         except Exception as exc:  # an output that cannot be stored: this node's failure only
             outcome = failed(node.id, "internal", f"the output cannot be stored: {type(exc).__name__}: {exc}")
         seconds = round(time.monotonic() - started, 4)
-        self.events.emit("node.done", case=run.job.case_id, node=node.id, role=node.role, key=key, calls=calls, seconds=seconds)
+        self.events.emit("node.done", case=run.job.case_id, node=node.id, role=node.role, key=key, calls=ctx.calls, seconds=seconds, **ctx.spent())
         self._settled(run, key, outcome)
 
-    def _settled(self, run: _CaseRun, key: str, outcome: Outcome) -> None:
-        """Finish the node, and every node of any runner that was waiting on the same work."""
+    def _settled(self, run: _CaseRun, key: str, outcome: Outcome, spent: dict[str, Any] | None = None) -> None:
+        """Finish the node, and every node of any runner that was waiting on the same work; `spent`
+        (backend and usage of a failed computation) goes into the node's failure event."""
         waiters = self._inflight.pop(key, [])
-        self._finish(run, outcome)
+        self._finish(run, outcome, spent)
         for other_runner, other_run, other_id in waiters:
             status: Status = "cached" if outcome.ok else "failed"
             other_runner._finish(other_run, replace(outcome, node=other_id, status=status))

@@ -6,31 +6,35 @@ above umni.
 
 from __future__ import annotations
 
-from umni.protocols.caseio import (
-    case_image_problems,
-    confined_path,
-    field_errors,
-    jsonl_lines,
-    raise_if_any,
-    read_json,
-    read_json_records,
-    read_jsonl,
-    read_results_jsonl,
-    validate_records,
-    validation_errors,
-)
-from umni.protocols.protocol import (
-    CaseSet,
-    NoOptions,
-    Note,
-    Protocol,
-    Skipped,
-    View,
-    get_protocol,
-    known_protocols,
-    node_status,
-)
-from umni.protocols.scores import Number, Scores, scores_json
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from umni.protocols.caseio import (
+        case_image_problems,
+        confined_path,
+        field_errors,
+        jsonl_lines,
+        raise_if_any,
+        read_json,
+        read_json_records,
+        read_jsonl,
+        read_results_jsonl,
+        validate_records,
+        validation_errors,
+    )
+    from umni.protocols.protocol import (
+        CaseSet,
+        NoOptions,
+        Note,
+        Protocol,
+        Skipped,
+        View,
+        get_protocol,
+        known_protocols,
+        node_status,
+    )
+    from umni.protocols.scores import Number, Scores, scores_json
 
 __all__ = [
     "case_image_problems",
@@ -57,3 +61,21 @@ __all__ = [
     "validation_errors",
     "View",
 ]
+
+#: Which submodule each name lives in. The names are looked up on first use (PEP 562), so a reader
+#: of case files or results (`umni.protocols.caseio`, say, which `umni view` needs at start) does not
+#: import the protocol contract, the graph and the backends with it.
+_HOME = {
+    **dict.fromkeys(["case_image_problems", "confined_path", "field_errors", "jsonl_lines", "raise_if_any", "read_json",
+                     "read_json_records", "read_jsonl", "read_results_jsonl", "validate_records", "validation_errors"], "caseio"),
+    **dict.fromkeys(["CaseSet", "NoOptions", "Note", "Protocol", "Skipped", "View", "get_protocol", "known_protocols",
+                     "node_status"], "protocol"),
+    **dict.fromkeys(["Number", "Scores", "scores_json"], "scores"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module 'umni.protocols' has no attribute {name!r}")
+    return getattr(import_module(f"umni.protocols.{home}"), name)

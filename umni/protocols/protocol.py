@@ -19,7 +19,7 @@ dict (`scores_json` writes a dict as it is).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -153,6 +153,13 @@ class Protocol(ABC, Generic[CaseT, OptionsT, RecordT, ScoresT]):
         Called once before any case is built; the default changes nothing.
         """
         return options
+
+    def preflight(self, cases: Sequence[CaseT], options: OptionsT) -> list[str]:
+        """What the run's cases need beyond their backends that is not on this machine (local
+        weights of a scorer, say), one line each naming the option to use instead. Called before
+        any node runs; a problem stops the run at once instead of failing every case. Default: none.
+        Must not call the network."""
+        return []
 
     def judgements(self, record: RecordT) -> dict[str, float | None]:
         """Per-case numbers that judge agreement compares (metric -> value; None when failed)."""

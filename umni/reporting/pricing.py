@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import platformdirs
-import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from umni.util.errors import InputError
@@ -38,6 +37,8 @@ def default_price_file() -> Path | None:
 
 
 def load_prices(path: Path) -> dict[str, Price]:
+    import yaml  # only when a price table is read (the viewer's start does without it)
+
     try:
         raw = yaml.safe_load(Path(path).read_text()) or {}
     except (OSError, yaml.YAMLError) as exc:
@@ -70,7 +71,7 @@ def estimate(usage: dict[str, dict[str, Any]], bindings: dict[str, str], prices:
         if price is None:
             unpriced.append(role)
             continue
-        cost = _role_cost(used, price)
+        cost = usage_cost(used, price)
         per_role[role] = cost
         if cost is None:
             unknown.append(role)
@@ -84,8 +85,9 @@ def estimate(usage: dict[str, dict[str, Any]], bindings: dict[str, str], prices:
     }
 
 
-def _role_cost(used: dict[str, Any], price: Price) -> float | None:
-    """One role's cost, or None when a per-token price meets an unknown token count."""
+def usage_cost(used: dict[str, Any], price: Price) -> float | None:
+    """The cost of `used` (a role's usage, or one node's: a count left out is 0), or None when a
+    per-token price meets an unknown token count."""
     total = used.get("calls", 0) * price.per_call + used.get("images_out", 0) * price.per_image
     for field, rate in (("input_tokens", price.input_per_million), ("output_tokens", price.output_per_million)):
         tokens = used.get(field, 0)

@@ -12,8 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from umni.protocols.caseio import read_json, read_results_jsonl
 from umni.reporting.tables import Cell
 from umni.store.completion import is_complete, require_complete
@@ -191,6 +189,8 @@ def bootstrap_headline(run: Run, key: str = "overall") -> tuple[float, float] | 
         options = protocol_options(protocol, run.summary.get("options", {}))
     except Exception:  # an unknown or changed protocol: no interval rather than a wrong one
         return None
+    import numpy as np  # only for an interval (the viewer reads stored ones and starts without numpy)
+
     rng = np.random.default_rng(BOOTSTRAP_SEED)
     draws = [rng.integers(0, len(records), len(records)) for _ in range(BOOTSTRAP_RESAMPLES)]
     stats: list[float] = []

@@ -199,6 +199,7 @@ def serve(paths: list[Path], port: int = 0, open_browser: bool = False, host: st
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{server.server_address[1]}/"
     print(f"umni view: {url}  (Ctrl-C to stop)", flush=True)
+    threading.Thread(target=server.viewer_data.warm, name="umni-view-warm", daemon=True).start()
     if open_browser:
         webbrowser.open(url)
     try:

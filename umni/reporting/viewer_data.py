@@ -24,11 +24,12 @@ from umni.reporting.caseindex import (
     read_search_lines,
 )
 from umni.reporting.leaderboard import Run, build_tables, find_runs, label_runs, run_coverage
+from umni.reporting.pricing import Price, default_price_file, load_prices, usage_cost
 from umni.store.artifacts import Blobs, ImageRef
 from umni.store.urls import run_blobs
 from umni.util.errors import InputError
 
-__all__ = ["ViewerData", "node_facts"]
+__all__ = ["ViewerData", "add_costs", "node_facts"]
 
 THUMB_SIDE = 256
 #: Cases per page of /api/cases, at most.
@@ -62,12 +63,13 @@ class _RunData:
     _search: list[str] | None = None
     _protocol: Any = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _protocol_lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
     def protocol(self) -> Any:
         from umni.protocols.protocol import get_protocol
 
-        with self._lock:
+        with self._protocol_lock:  # its own lock: a search never waits on a protocol's import
             if self._protocol is None:
                 try:
                     self._protocol = get_protocol(self.run.summary["protocol"])
@@ -106,6 +108,8 @@ class ViewerData:
         self._runs_for_tables = runs
         self._tables: list[dict[str, Any]] | None = None
         self._tables_lock = threading.Lock()
+        self._prices: dict[str, Price] | None = None
+        self._prices_lock = threading.Lock()
         self.runs: list[_RunData] = []
         self._by_case: dict[tuple[str, str], list[int]] = {}
         self._positions: list[dict[str, int]] = []
@@ -137,6 +141,26 @@ class ViewerData:
             if self._tables is None:
                 self._tables = [t.to_json() for t in build_tables(self._runs_for_tables)]
             return self._tables
+
+    def warm(self) -> None:
+        """Load what opening a case needs and the start did without (each run's protocol code, the
+        price table): called in a background thread once the URL is printed, so neither the start
+        nor the first case opened waits for those imports."""
+        for data in self.runs:
+            _ = data.protocol
+        self.prices()
+
+    def prices(self) -> dict[str, Price] | None:
+        """The price table (``$UMNI_PRICES`` or the user's prices.yaml), read when a case is first
+        opened (or by `warm`); a table that cannot be read prices nothing (the viewer shows usage only)."""
+        with self._prices_lock:
+            if self._prices is None:
+                path = default_price_file()
+                try:
+                    self._prices = load_prices(path) if path is not None else {}
+                except InputError:
+                    self._prices = {}
+            return self._prices
 
     @staticmethod
     def _blobs(run: Run) -> Blobs | None:
@@ -246,6 +270,8 @@ class ViewerData:
         failures = [{"node": nid, **node["failure"]} for nid, node in sorted(record.get("nodes", {}).items()) if "failure" in node]
         blocked = [nid for nid, node in sorted(record.get("nodes", {}).items()) if node.get("status") == "blocked"]
         protocol = data.run.summary.get("protocol", "?")
+        facts = node_facts(data.run.path / "events.jsonl", case_id)
+        add_costs(facts, self.prices())
         others = [{"run": self.runs[i].key, "label": self.runs[i].run.label} for i in self._by_case.get((protocol, case_id), [])]
         try:
             verdicts = data.protocol.node_verdicts(record) if data.protocol is not None else {}
@@ -256,7 +282,7 @@ class ViewerData:
             "category": case_category(record), "status": item[_STATUS], "score": item[_SCORE], "out_of": item[_OUT_OF],
             "panels": panels, "failures": failures, "blocked": blocked,
             "transcript": record.get("transcript"), "nodes": record.get("nodes", {}),
-            "verdicts": verdicts, "node_facts": node_facts(data.run.path / "events.jsonl", case_id),
+            "verdicts": verdicts, "node_facts": facts,
             "backends": data.run.summary.get("backends", {}),
             "record": {k: v for k, v in record.items() if k not in _BULKY}, "runs": others,
         }
@@ -302,13 +328,35 @@ def node_facts(events: Path, case_id: str) -> dict[str, dict[str, Any]]:
             kind = event.get("event")
             if kind == "node.done":
                 fact.update(seconds=event.get("seconds"), calls=event.get("calls"), role=event.get("role"), cached=False)
+                _spent(fact, event)
             elif kind == "node.cached":
                 fact["cached"] = True
             elif kind == "node.retry":
                 fact["retries"] += 1
             elif kind == "node.failed":
                 fact["failure"] = event.get("failure_kind")
+                _spent(fact, event)
     return facts
+
+
+def _spent(fact: dict[str, Any], event: dict[str, Any]) -> None:
+    """The backend that answered and the usage its replies reported, from a node.done or node.failed
+    line (a count left out is 0; ``calls``, replies, left out is the node's attempts); lines of an
+    older umni carry neither, and nothing is made up."""
+    if "backend" in event:
+        fact["backend"] = event["backend"]
+    if isinstance(event.get("usage"), dict):
+        fact["usage"] = {"calls": event.get("calls", event.get("failure_attempts", 0)), **event["usage"]}
+
+
+def add_costs(facts: dict[str, dict[str, Any]], prices: dict[str, Price] | None) -> None:
+    """Each node's estimated cost (``cost``) from its usage and the price of its backend; left out
+    where there is no price table or no price for that backend, None where a count is unknown."""
+    if not prices:
+        return
+    for fact in facts.values():
+        if "usage" in fact and fact.get("backend") in prices:
+            fact["cost"] = usage_cost(fact["usage"], prices[fact["backend"]])
 
 
 def _share(item: list[Any]) -> float | None:

@@ -100,6 +100,9 @@ def prepare(request: RunConfig, *, shared: dict[str, Any] | None = None) -> Prep
         graph = protocol.build(case, options)
         graph.validate()  # structure, and every callable fingerprintable (ConfigError naming the node)
         needed |= graph.required_roles()
+    problems = protocol.preflight(cases, options)  # local scorer weights, say: refused now, not once per case
+    if problems:
+        raise ConfigError("\n".join(problems))
     if request.phase:  # a misspelt phase would leave every node pending: refuse it before any work
         known = set(protocol.roles) | needed | set(bindings.roles())
         unknown = sorted(set(request.phase) - known)

@@ -6,25 +6,29 @@ key and checks them when they come back.
 
 from __future__ import annotations
 
-from umni.store.artifacts import (
-    MAX_CASE_PIXELS,
-    Blobs,
-    BlobStore,
-    ImageRef,
-    as_stored,
-    atomic_write_text,
-    canonical_json,
-    check_image_file,
-    encode_for_store,
-    encode_png,
-    fingerprint,
-    load_case_image,
-)
-from umni.store.cache import Cache, RunStore
-from umni.store.completion import MARKER, is_complete, mark_complete, mark_incomplete, require_complete
-from umni.store.location import default_cache_dir
-from umni.store.results import Batches, ResultStore, StoredRow, row_checksum
-from umni.store.urls import describe, is_url, open_blobs, open_results, register_blob_scheme, run_blobs
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from umni.store.artifacts import (
+        MAX_CASE_PIXELS,
+        Blobs,
+        BlobStore,
+        ImageRef,
+        as_stored,
+        atomic_write_text,
+        canonical_json,
+        check_image_file,
+        encode_for_store,
+        encode_png,
+        fingerprint,
+        load_case_image,
+    )
+    from umni.store.cache import Cache, RunStore
+    from umni.store.completion import MARKER, is_complete, mark_complete, mark_incomplete, require_complete
+    from umni.store.location import default_cache_dir
+    from umni.store.results import Batches, ResultStore, StoredRow, row_checksum
+    from umni.store.urls import describe, is_url, open_blobs, open_results, register_blob_scheme, run_blobs
 
 __all__ = [
     "as_stored",
@@ -58,3 +62,22 @@ __all__ = [
     "RunStore",
     "StoredRow",
 ]
+
+#: Which submodule each name lives in, looked up on first use (PEP 562): a reader of one part (the
+#: blob store, the INCOMPLETE marker; `umni view` at start) does not import the SQLite cache, the
+#: result store and their dependencies with it.
+_HOME = {
+    **dict.fromkeys(["Blobs", "BlobStore", "ImageRef", "MAX_CASE_PIXELS", "as_stored", "atomic_write_text", "canonical_json", "check_image_file", "encode_for_store", "encode_png", "fingerprint", "load_case_image"], "artifacts"),
+    **dict.fromkeys(["Cache", "RunStore"], "cache"),
+    **dict.fromkeys(["MARKER", "is_complete", "mark_complete", "mark_incomplete", "require_complete"], "completion"),
+    **dict.fromkeys(["default_cache_dir"], "location"),
+    **dict.fromkeys(["Batches", "ResultStore", "StoredRow", "row_checksum"], "results"),
+    **dict.fromkeys(["describe", "is_url", "open_blobs", "open_results", "register_blob_scheme", "run_blobs"], "urls"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module 'umni.store' has no attribute {name!r}")
+    return getattr(import_module(f"umni.store.{home}"), name)

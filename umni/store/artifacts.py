@@ -20,7 +20,6 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from PIL import Image, ImageOps, PngImagePlugin
 from pydantic import BaseModel, ConfigDict
 
@@ -195,6 +194,8 @@ WIDE_GREY_MODES = frozenset({"I;16", "I;16B", "I;16L", "I;16N", "I"})
 def _scaled_to_8_bits(image: Image.Image) -> Image.Image:
     """A 16-bit grey image as 8-bit grey, scaled over the full range (Pillow's own conversion clips
     at 255, which turns a full-range gradient into two levels)."""
+    import numpy as np  # only for such images: readers of the blob store (the viewer) start without it
+
     wide = np.asarray(image, dtype=np.int64).clip(0, 65535)
     grey = Image.fromarray(((wide * 255 + 32767) // 65535).astype(np.uint8), "L")
     grey.info = dict(image.info)

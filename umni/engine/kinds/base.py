@@ -86,16 +86,20 @@ def check_usage(usage: Usage) -> None:
 class KindContext:
     """One execution of one node: its inputs, its backend, and calls under its retry policy."""
 
-    __slots__ = ("node", "backend", "outcomes", "services", "retry", "calls")
+    __slots__ = ("node", "backend", "outcomes", "services", "retry", "calls", "case", "usage")
 
-    def __init__(self, node: Node, backend: Any, outcomes: Mapping[str, Outcome], services: Services) -> None:
+    def __init__(self, node: Node, backend: Any, outcomes: Mapping[str, Outcome], services: Services, case: str = "") -> None:
         self.node = node
         self.backend = backend
         self.outcomes = outcomes
         self.services = services
         self.retry = node.retry or services.retry
+        #: the case the node belongs to (named in the events it emits)
+        self.case = case
         #: attempts made so far (backend calls, or 1 for code run in process)
         self.calls = 0
+        #: what this node's accepted replies consumed (None: no reply reported usage)
+        self.usage: Usage | None = None
 
     # inputs ---------------------------------------------------------------
     def parts(self) -> list[str | Image.Image]:
@@ -111,7 +115,19 @@ class KindContext:
         return (self.services.seed * 1_000_003 + self.node.repeat * 1009 + extra) % (2**31)
 
     def emit(self, event: str, **fields: Any) -> None:
-        self.services.events.emit(event, node=self.node.id, **fields)
+        self.services.events.emit(event, case=self.case, node=self.node.id, **fields)
+
+    def spent(self) -> dict[str, Any]:
+        """What the node's event says about its calls: the backend that answered (``provider/name``,
+        the price table's key) and the usage its replies reported, kept compact for events.jsonl:
+        a count of 0 is left out, and so is ``calls`` (replies) when it equals the node's attempts;
+        None is a count the server did not give."""
+        fields: dict[str, Any] = {}
+        if self.backend is not None:
+            fields["backend"] = self.backend.usage_key()
+        if self.usage is not None:
+            fields["usage"] = {k: v for k, v in vars(self.usage).items() if v != 0 and not (k == "calls" and v == self.calls)}
+        return fields
 
     # calls ----------------------------------------------------------------
     async def call(self, fn: Callable[[], Awaitable[Any]]) -> Any:
@@ -140,6 +156,9 @@ class KindContext:
         if isinstance(usage, Usage):
             check_usage(usage)
             self.services.stats.add_usage(role, usage)
+            if self.usage is None:
+                self.usage = Usage(calls=0)
+            self.usage.add(usage)
         return reply
 
     async def _retry(self, role: str, fn: Callable[[], Awaitable[Any]], failure: BackendError, started: float) -> Any:

@@ -229,10 +229,29 @@ function factsNode(e, c) {
   if (typeof f.seconds === "number") bits.push(el("span", { class: "muted" }, f.seconds.toFixed(2) + " s"));
   if (f.calls !== undefined && f.calls !== null) bits.push(el("span", { class: "muted" }, f.calls + " call" + (f.calls === 1 ? "" : "s")));
   if (f.retries) bits.push(el("span", { class: "warn" }, f.retries + " retr" + (f.retries === 1 ? "y" : "ies")));
-  const backend = e.role ? backendText((c.backends || {})[e.role]) : "";
+  const used = usageText(f.usage);
+  if (used) bits.push(el("span", { class: "muted usage" }, used));
+  if (f.cost !== undefined) bits.push(el("span", { class: "muted cost" }, f.cost === null ? "cost unknown" : "$" + costText(f.cost)));
+  // the run's binding in full; the node's own event names the backend that answered (provider/name),
+  // which differs from the binding only when an earlier invocation bound another (a re-judged run)
+  const bound = e.role ? (c.backends || {})[e.role] : null;
+  const backend = f.backend && (!bound || bound.provider + "/" + bound.name !== f.backend) ? f.backend : backendText(bound);
   if (backend) bits.push(el("span", { class: "muted backend" }, backend));
   return bits.flatMap(b => [" · ", b]);
 }
+
+// A node's usage as its event carries it: a count left out is 0, null is a count the server did not give.
+function usageText(u) {
+  if (!u) return "";
+  const count = v => v === null ? "?" : String(v ?? 0);
+  const parts = [];
+  if ("input_tokens" in u || "output_tokens" in u) parts.push("tokens " + count(u.input_tokens) + " in / " + count(u.output_tokens) + " out");
+  if (u.images_in) parts.push(u.images_in + " image" + (u.images_in === 1 ? "" : "s") + " in");
+  if (u.images_out) parts.push(u.images_out + " image" + (u.images_out === 1 ? "" : "s") + " out");
+  return parts.join(", ");
+}
+
+function costText(x) { return x >= 0.01 ? x.toFixed(2) : x.toPrecision(2); }
 
 function transcriptNode(entries, c) {
   if (!entries) return el("p", { class: "muted" }, "This run's records carry no transcript (made by an older umni); node statuses are listed below.");
