@@ -105,6 +105,14 @@ class Cache:
         version) is a miss, and the next `put` replaces it."""
         return self.results.get_now(key)
 
+    def get_many(self, keys: list[str]) -> dict[str, dict[str, Any]]:
+        """The cached outputs of those of `keys` that are stored (misses and failed checksums are
+        absent), in one query where the store can (the runner reads a wave of ready nodes at once)."""
+        many = getattr(self.results, "get_many_now", None)
+        if many is not None:
+            return dict(many(keys))
+        return {key: hit for key in dict.fromkeys(keys) if (hit := self.results.get_now(key)) is not None}
+
     def put(self, key: str, kind: str, output: dict[str, Any]) -> None:
         self.results.put_now(key, kind, output, replace=True, provenance=self.provenance)
 
