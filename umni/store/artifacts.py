@@ -15,6 +15,7 @@ import tempfile
 import threading
 import warnings
 from collections import OrderedDict
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -100,7 +101,7 @@ def encode_for_store(image: Image.Image) -> tuple[Image.Image, bytes]:
     return stored, encode_png(stored)
 
 
-def _atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
+def _atomic_write(path: Path, data: bytes | Iterable[bytes], *, durable: bool = True) -> None:
     """Write through a temporary file and rename, so a crash never leaves a half-written file.
 
     `durable` also fsyncs before the rename, against power loss. Image blobs skip it: they are
@@ -113,7 +114,10 @@ def _atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
         try:
             os.fchmod(fd, file_mode())  # mkstemp makes 0600; a shared cache needs what the umask allows
             with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
+                if isinstance(data, bytes):
+                    handle.write(data)
+                else:  # written as it is made: a large file never has to be held whole
+                    handle.writelines(data)
                 if durable:
                     handle.flush()
                     os.fsync(handle.fileno())
@@ -126,6 +130,12 @@ def _atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
 def atomic_write_text(path: Path, text: str) -> None:
     """Write a run's or a leaderboard's text file atomically, credentials scrubbed (`umni.secrets`)."""
     _atomic_write(path, scrub(text).encode())
+
+
+def atomic_write_lines(path: Path, lines: Iterable[str]) -> None:
+    """`atomic_write_text` of the lines joined, written as they come (each scrubbed: a credential
+    never spans lines, which are JSON objects with their newlines escaped)."""
+    _atomic_write(path, (scrub(line).encode() for line in lines))
 
 
 def check_image_file(path: str | Path, *, max_pixels: int = MAX_CASE_PIXELS) -> tuple[int, int]:
