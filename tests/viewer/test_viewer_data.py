@@ -267,3 +267,16 @@ def test_viewer_files_that_cannot_be_made_never_leave_a_run_unfinished(demo_runs
     assert not (run_dir / TABLES_FILE).exists() and (run_dir / INDEX_FILE).exists()  # the other file is still written
     lines = (run_dir / "results.jsonl").read_text().splitlines()
     assert len(ViewerData([run_dir]).cases) == len(lines)
+
+
+def test_node_facts_are_found_for_a_case_id_that_is_not_ascii(tmp_path):
+    """events.jsonl holds text as UTF-8 (not \\u escapes): the scan must look for the id as written."""
+    from umni.reporting.viewer_data import node_facts
+    from umni.util.events import EventLog
+
+    log = EventLog(tmp_path / "events.jsonl")
+    log.emit("node.done", case="ケース-1 é", node="q0", role="understand", key="0" * 64, calls=2, seconds=0.5)
+    log.close()
+    assert node_facts(tmp_path / "events.jsonl", "ケース-1 é") == {
+        "q0": {"retries": 0, "seconds": 0.5, "calls": 2, "role": "understand", "cached": False}
+    }
