@@ -22,7 +22,7 @@ def _run(out: Path, cache: Path) -> dict:
     return evaluate(RunRequest(protocol="umnibench", out=out, cache=cache, limit=LIMIT, model="sim/umm", progress=False)).summary
 
 
-def _flip_answer(db: Path, table: str, column: str, old: str = '"index": 0', new: str = '"index": 1') -> int:
+def _flip_answer(db: Path, table: str, column: str, old: str = '"index":0', new: str = '"index":1') -> int:
     """Rewrite `old` to `new` inside stored JSON, as one flipped byte would (a chosen option, a
     correctness bit); the file stays a valid database. Returns how many rows changed."""
     conn = sqlite3.connect(db)

@@ -358,3 +358,16 @@ def test_the_viewer_server_imports_nothing_it_needs_only_later():
             "print(sorted(m for m in ('numpy', 'yaml', 'umni.graph', 'umni.backends', 'umni.store.cache', 'umni.protocols.protocol') if m in sys.modules))")
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert loaded == "[]"
+
+
+def test_node_facts_are_found_for_a_case_id_that_is_not_ascii(tmp_path):
+    """events.jsonl holds text as UTF-8 (not \\u escapes): the scan must look for the id as written."""
+    from umni.reporting.viewer_data import node_facts
+    from umni.util.events import EventLog
+
+    log = EventLog(tmp_path / "events.jsonl")
+    log.emit("node.done", case="ケース-1 é", node="q0", role="understand", key="0" * 64, calls=2, seconds=0.5)
+    log.close()
+    assert node_facts(tmp_path / "events.jsonl", "ケース-1 é") == {
+        "q0": {"retries": 0, "seconds": 0.5, "calls": 2, "role": "understand", "cached": False}
+    }

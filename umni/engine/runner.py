@@ -13,6 +13,7 @@ dependents released. A node that gives up becomes a typed `Failure`; nodes that 
 
 from __future__ import annotations
 
+import copy
 import functools
 import itertools
 import time
@@ -26,12 +27,12 @@ import anyio
 from umni.backends.bindings import Bindings
 from umni.backends.contract import Backend, start_backends
 from umni.engine.failures import KEY_FAULTS, failed, failure, one_error, unkeyable
-from umni.engine.keys import identity_json, node_key
 from umni.engine.kinds import Kind, KindContext, RunStats, Services, get_kind
 from umni.engine.kinds.base import MIN_IMAGE_SIDE, check_usage
 from umni.engine.kinds.compute import json_output
 from umni.engine.kinds.inputs import InputReader
 from umni.engine.lanes import Lane
+from umni.engine.readiness import blocked_by, gate, node_key_with
 from umni.graph.graph import Graph, Node
 from umni.graph.outcomes import CaseResult, Outcome, Status
 from umni.store.cache import Cache
@@ -61,6 +62,16 @@ class CaseJob:
 
 
 CaseDone = Callable[[CaseJob, Graph, dict[str, Outcome]], None]
+
+
+@dataclass(frozen=True)
+class _Lookup:
+    """A keyed node waiting for its wave's cache read (`read`: whether it reads the cache at all);
+    `settle` takes the row found (or None) and goes on as `Runner._settle`."""
+
+    key: str
+    read: bool
+    settle: Callable[[dict[str, Any] | None], Outcome | None]
 
 
 class _CaseRun:
@@ -206,64 +217,86 @@ class Runner:
                 if not order:
                     self._case_finished(run)
                     continue
-                for nid in [n for n in order if run.waiting[n] == 0]:
-                    self._ready(run, nid)
+                self._queue.extend((run, nid) for nid in order if run.waiting[nid] == 0)
         finally:
             self._admitting = False
+        self._drain()  # the roots of every case admitted here: one wave
         if self._exhausted and self._active == 0:
             self._all_done.set()
 
     def _ready(self, run: _CaseRun, nid: str) -> None:
-        """Queue a node whose inputs are done; the queue is drained in a loop, not by recursion, so
-        a chain of hundreds of cached nodes resolves without growing the call stack."""
+        """Queue a node whose inputs are done; see `_drain`."""
         self._queue.append((run, nid))
+        self._drain()
+
+    def _drain(self) -> None:
+        """Start the queued nodes, a wave at a time: every node queued so far is keyed, the cache
+        rows of all their keys are read in one query, then each node is settled in queue order (as
+        if one by one); the nodes that settling makes ready form the next wave. A loop, not
+        recursion, so a chain of hundreds of cached nodes resolves without growing the call stack."""
         if self._draining:
             return
         self._draining = True
         try:
             while self._queue:
-                run, nid = self._queue.popleft()
-                self._guarded(run, nid, functools.partial(self._start_node, run, run.graph.nodes[nid]))
+                wave = [(run, nid, self._guarded(run, nid, functools.partial(self._start_node, run, run.graph.nodes[nid])))
+                        for run, nid in self._queue]
+                self._queue.clear()
+                rows = self.cache.get_many([s.key for _, _, s in wave if isinstance(s, _Lookup) and s.read])
+                given: set[str] = set()
+                for run, nid, step in wave:
+                    if isinstance(step, Outcome):
+                        self._finish(run, step)
+                    elif isinstance(step, _Lookup):
+                        hit = rows.get(step.key) if step.read else None
+                        if hit is not None and step.key in given:  # two nodes of the wave share a key: a copy each
+                            hit = copy.deepcopy(hit)
+                        given.add(step.key)
+                        self._step(run, nid, functools.partial(step.settle, hit))
         finally:
             self._draining = False
 
-    def _guarded(self, run: _CaseRun, nid: str, step: Callable[[], Outcome | None]) -> None:
+    def _step(self, run: _CaseRun, nid: str, step: Callable[[], Outcome | None]) -> None:
         """Take a node a step on; what the step settles (an outcome) finishes the node."""
+        outcome = self._guarded(run, nid, step)
+        if isinstance(outcome, Outcome):
+            self._finish(run, outcome)
+
+    def _guarded(self, run: _CaseRun, nid: str, step: Callable[[], Outcome | _Lookup | None]) -> Outcome | _Lookup | None:
+        """What the step returns; a bug met while preparing the node becomes this node's failure."""
         try:
-            outcome = step()
+            return step()
         except StorageError:
             raise
         except Exception as exc:  # a bug met while preparing this node: this node's failure only
             if nid in run.outcomes:  # raised after the node finished (recording its case): not the node's
                 raise
-            outcome = failed(nid, "internal", f"{type(exc).__name__}: {exc}")
-        if outcome is not None:
-            self._finish(run, outcome)
+            return failed(nid, "internal", f"{type(exc).__name__}: {exc}")
 
-    def _start_node(self, run: _CaseRun, node: Node) -> Outcome | None:
-        """Settle the node at once (blocked, skipped, cached, unkeyable) or queue it in its lane."""
-        blocked = _blocked_by(run, node)
+    def _start_node(self, run: _CaseRun, node: Node) -> Outcome | _Lookup | None:
+        """Settle the node at once (blocked, skipped, unkeyable), or key it: its cache row is read
+        with its wave's (`_Lookup`), or, from a network store, in a task."""
+        blocked = blocked_by(run.outcomes, node)
         if blocked is not None:
             return Outcome(node.id, blocked)
-        if node.when is not None and (gated := _gate(self.inputs, run, node)) is not None:
+        if node.when is not None and (gated := gate(self.inputs, run.outcomes, node)) is not None:
             return gated
         kind = get_kind(node.kind)
         backend = self.bindings[node.role] if node.role else None
         try:
-            key = _key(node, backend, self._identities, lambda: self.inputs.fingerprints(run.outcomes, node), self.seed)
+            key = node_key_with(node, backend, self._identities, lambda: self.inputs.fingerprints(run.outcomes, node), self.seed)
         except KEY_FAULTS as exc:
             return unkeyable(node.id, exc)
         policy = kind.cache_policy(node)
         if policy.read and not getattr(self.cache, "inline_reads", True):  # a network store: look up in a task
             self._tasks.start(self._look_up, run, node, key, kind, backend, policy)
             return None
-        hit = self.cache.get(key) if policy.read else None
-        return self._settle(run, node, key, kind, backend, policy, hit)
+        return _Lookup(key, policy.read, functools.partial(self._settle, run, node, key, kind, backend, policy))
 
     async def _look_up(self, run: _CaseRun, node: Node, key: str, kind: Kind, backend: Backend | None, policy: CachePolicy) -> None:
         """The cache lookup of a network store, off the scheduling path; then settle as `_start_node` does."""
         hit = await self.cache.lookup(key)
-        self._guarded(run, node.id, lambda: self._settle(run, node, key, kind, backend, policy, hit))
+        self._step(run, node.id, lambda: self._settle(run, node, key, kind, backend, policy, hit))
 
     def _settle(self, run: _CaseRun, node: Node, key: str, kind: Kind, backend: Backend | None, policy: CachePolicy,
                 hit: dict[str, Any] | None) -> Outcome | None:
@@ -356,40 +389,3 @@ class Runner:
         for other_runner, other_run, other_id in waiters:
             status: Status = "cached" if outcome.ok else "failed"
             other_runner._finish(other_run, replace(outcome, node=other_id, status=status))
-
-
-def _key(
-    node: Node, backend: Backend | None, identities: dict[int, str], inputs: Callable[[], dict[str, Any]], seed: int
-) -> str:
-    """The node's cache key; raises one of KEY_FAULTS when it cannot be made."""
-    identity = identities.get(id(backend))
-    if identity is None:
-        identity = identities[id(backend)] = identity_json(backend)
-    return node_key(node, backend, inputs(), seed, identity=identity)
-
-
-def _gate(inputs: InputReader, run: _CaseRun, node: Node) -> Outcome | None:
-    """Evaluate the node's `when` condition: None to go on, else its outcome (skipped, or failed
-    when the condition itself raised: a bug in the graph, recorded)."""
-    assert node.when is not None
-    try:
-        go = bool(node.when(**inputs.values(run.outcomes, node.inputs), **inputs.values(run.outcomes, node.gate)))
-    except Exception as exc:
-        return failed(node.id, "internal", f"condition failed: {exc!r}")
-    return None if go else Outcome(node.id, "skipped")
-
-
-def _blocked_by(run: _CaseRun, node: Node) -> Status | None:
-    """The status a node takes from its inputs: "blocked" when a required input failed (or was
-    blocked), "skipped" or "pending" when one was skipped or is left for a later run."""
-    for ref in node.refs():
-        if ref.optional:
-            continue
-        status = run.outcomes[ref.node].status
-        if status in ("failed", "blocked"):
-            return "blocked"
-        if status == "skipped":
-            return "skipped"
-        if status == "pending":
-            return "pending"
-    return None

@@ -313,7 +313,7 @@ def node_facts(events: Path, case_id: str) -> dict[str, dict[str, Any]]:
     facts: dict[str, dict[str, Any]] = {}
     if not events.exists():
         return facts
-    needle = json.dumps(case_id).encode()
+    needle = json.dumps(case_id, ensure_ascii=False).encode()  # as event lines hold it: UTF-8, not \u escapes
     with events.open("rb") as handle:
         for line in handle:
             if needle not in line:

@@ -167,13 +167,15 @@ async def evaluate_async(
             if close_backends:
                 for backend in bindings.unique():
                     await backend.ensure_closed()
-        records = [r for r in run_dir.store.records() if r.get("case_id") in by_id]
+        # the records as the summary and the report read them: without the viewer's transcripts,
+        # half a record's memory (results.jsonl, with them, is written from run.db row by row)
+        records = [_without_transcript(r) for r in run_dir.store.each_record() if r.get("case_id") in by_id]
         # nodes of cases finished by an earlier invocation count as reused (cached) work
         reused_nodes = sum(len(r.get("nodes", {})) for r in records if r["case_id"] in done_before)
         summary = build_summary(protocol, options, case_set, bindings, records, stats, reused_nodes, time.time() - started)
         servers.add_to(summary)
         _account(summary, prices, run_dir, lineage)
-        run_dir.finish(protocol, summary, records, store.blobs)
+        run_dir.finish(protocol, summary, records, store.blobs, cases=by_id.keys())
         run_dir.events.emit("run.end", counts=summary["counts"], failures=summary["failures"])
     return RunResult(out, summary)
 
@@ -197,6 +199,11 @@ def has_work(request: RunConfig, prepared: Prepared) -> bool:
         store.close()
     protocol = prepared.protocol
     return any(protocol.case_id(c) not in done for c in _cases_of(request, prepared, shard))
+
+
+def _without_transcript(record: dict[str, Any]) -> dict[str, Any]:
+    record.pop("transcript", None)
+    return record
 
 
 def _cases_of(request: RunConfig, prepared: Prepared, shard: Shard | None) -> list[Any]:
@@ -260,7 +267,7 @@ def _recorder(prepared: Prepared, by_id: dict[str, Any], run_dir: RunDir) -> Cal
 
     def case_done(job: CaseJob, graph: Graph, outcomes: dict[str, Outcome]) -> None:
         record = protocol.record(by_id[job.case_id], outcomes, options)
-        record["transcript"] = case_transcript(graph, outcomes)  # for the viewer; never in a cache key
+        record["transcript"] = case_transcript(graph, outcomes)  # for the viewer (results.jsonl); never in a cache key
         complete = all(o.status in ("computed", "cached", "skipped") for o in outcomes.values())
         run_dir.store.put(job.case_id, job.position, record, complete)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterator
+from collections.abc import Container, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
@@ -16,7 +16,7 @@ from typing import Any
 from umni.protocols.protocol import Protocol
 from umni.reporting.caseindex import write_viewer_files
 from umni.reporting.report import write_report
-from umni.store.artifacts import Blobs, atomic_write_text, canonical_json, fingerprint
+from umni.store.artifacts import Blobs, atomic_write_lines, atomic_write_text, canonical_json, fingerprint
 from umni.store.cache import RunStore
 from umni.store.completion import mark_complete, mark_incomplete
 from umni.util.errors import InputError
@@ -73,11 +73,15 @@ class RunDir:
             held.callback(events.close)
             yield cls(path, store, events, extended)
 
-    def finish(self, protocol: Protocol[Any, Any, Any, Any], summary: dict[str, Any], records: list[dict[str, Any]], blobs: Blobs) -> None:
-        """Write results.jsonl, summary.json and the report, then clear the INCOMPLETE marker."""
+    def finish(
+        self, protocol: Protocol[Any, Any, Any, Any], summary: dict[str, Any], records: list[dict[str, Any]], blobs: Blobs,
+        *, cases: Container[str],
+    ) -> None:
+        """Write results.jsonl (the full records of `cases`, streamed from run.db), summary.json and
+        the report (from `records`), then clear the INCOMPLETE marker."""
         with storage_guard(self.path):  # the report's image copies too: a full disk is one StorageError
-            lines = "".join(canonical_json(r) + "\n" for r in records)
-            atomic_write_text(self.path / "results.jsonl", lines)
+            lines = (canonical_json(r) + "\n" for r in self.store.each_record() if r.get("case_id") in cases)
+            atomic_write_lines(self.path / "results.jsonl", lines)
             atomic_write_text(self.path / "summary.json", json.dumps(summary, indent=2, ensure_ascii=False))
             write_report(self.path, protocol, summary, records, blobs)
             write_viewer_files(self.path, protocol, summary)  # tables.json and the viewer's case index

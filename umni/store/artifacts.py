@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import json
 import os
 import shutil
 import stat
@@ -17,12 +16,14 @@ import tempfile
 import threading
 import warnings
 from collections import OrderedDict
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from PIL import Image, ImageOps, PngImagePlugin
 from pydantic import BaseModel, ConfigDict
 
+from umni.util import jsontext
 from umni.util.errors import InputError
 from umni.util.secrets import scrub
 from umni.util.storage import file_mode, storage_guard
@@ -62,13 +63,10 @@ def _encode(value: Any) -> Any:
     raise TypeError(f"cannot fingerprint a value of type {type(value).__name__}")
 
 
-#: Built once: `json.dumps` with options builds an encoder per call, a measurable share of every key.
-_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_encode)
-
-
 def canonical_json(value: Any) -> str:
-    """JSON with sorted keys and no spaces: equal values give equal text, so equal hashes."""
-    return _CANONICAL.encode(value)
+    """JSON with sorted keys and no spaces: equal values give equal text, so equal hashes. The text
+    of `json.dumps` with those options (every existing key depends on it), made fast (`umni.util.jsontext`)."""
+    return jsontext.canonical(value, _encode)
 
 
 def fingerprint(value: Any) -> str:
@@ -103,7 +101,7 @@ def encode_for_store(image: Image.Image) -> tuple[Image.Image, bytes]:
     return stored, encode_png(stored)
 
 
-def _atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
+def _atomic_write(path: Path, data: bytes | Iterable[bytes], *, durable: bool = True) -> None:
     """Write through a temporary file and rename, so a crash never leaves a half-written file.
 
     `durable` also fsyncs before the rename, against power loss. Image blobs skip it: they are
@@ -116,7 +114,10 @@ def _atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
         try:
             os.fchmod(fd, file_mode())  # mkstemp makes 0600; a shared cache needs what the umask allows
             with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
+                if isinstance(data, bytes):
+                    handle.write(data)
+                else:  # written as it is made: a large file never has to be held whole
+                    handle.writelines(data)
                 if durable:
                     handle.flush()
                     os.fsync(handle.fileno())
@@ -129,6 +130,12 @@ def _atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
 def atomic_write_text(path: Path, text: str) -> None:
     """Write a run's or a leaderboard's text file atomically, credentials scrubbed (`umni.secrets`)."""
     _atomic_write(path, scrub(text).encode())
+
+
+def atomic_write_lines(path: Path, lines: Iterable[str]) -> None:
+    """`atomic_write_text` of the lines joined, written as they come (each scrubbed: a credential
+    never spans lines, which are JSON objects with their newlines escaped)."""
+    _atomic_write(path, (scrub(line).encode() for line in lines))
 
 
 def check_image_file(path: str | Path, *, max_pixels: int = MAX_CASE_PIXELS) -> tuple[int, int]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -105,6 +106,14 @@ class Cache:
         version) is a miss, and the next `put` replaces it."""
         return self.results.get_now(key)
 
+    def get_many(self, keys: list[str]) -> dict[str, dict[str, Any]]:
+        """The cached outputs of those of `keys` that are stored (misses and failed checksums are
+        absent), in one query where the store can (the runner reads a wave of ready nodes at once)."""
+        many = getattr(self.results, "get_many_now", None)
+        if many is not None:
+            return dict(many(keys))
+        return {key: hit for key in dict.fromkeys(keys) if (hit := self.results.get_now(key)) is not None}
+
     def put(self, key: str, kind: str, output: dict[str, Any]) -> None:
         self.results.put_now(key, kind, output, replace=True, provenance=self.provenance)
 
@@ -179,18 +188,21 @@ class RunStore:
 
     def _rows(self) -> list[tuple[str, int, int, str]]:
         """Every row, verified; one that fails its checksum stops everything, naming the file."""
+        return list(self._each_row())
+
+    def _each_row(self) -> Iterator[tuple[str, int, int, str]]:
+        """The rows in position order, each verified as it is read (a 20k-case run's records are
+        never all in memory at once); one that fails its checksum raises, naming the file."""
         with storage_guard(self.path):
-            rows = self.db.execute(
-                "SELECT case_id, position, complete, record, checksum FROM cases ORDER BY position"
-            ).fetchall()
-        for case_id, position, complete, record, checksum in rows:
-            if checksum != row_checksum(case_id, position, complete, record):
-                raise StorageError(
-                    f"the row of case {case_id!r} fails its checksum (the file was changed or damaged after "
-                    "umni wrote it); its results cannot be trusted: run again into a new --out",
-                    path=self.path,
-                )
-        return [row[:4] for row in rows]
+            rows = self.db.execute("SELECT case_id, position, complete, record, checksum FROM cases ORDER BY position")
+            for case_id, position, complete, record, checksum in rows:
+                if checksum != row_checksum(case_id, position, complete, record):
+                    raise StorageError(
+                        f"the row of case {case_id!r} fails its checksum (the file was changed or damaged after "
+                        "umni wrote it); its results cannot be trusted: run again into a new --out",
+                        path=self.path,
+                    )
+                yield case_id, position, complete, record
 
     def complete_ids(self) -> set[str]:
         return {case_id for case_id, _, complete, _ in self._rows() if complete}
@@ -236,6 +248,11 @@ class RunStore:
 
     def records(self) -> list[dict[str, Any]]:
         return [json.loads(record) for *_, record in self._rows()]
+
+    def each_record(self) -> Iterator[dict[str, Any]]:
+        """The records one at a time, in position order, each verified as it is read."""
+        for *_, record in self._each_row():
+            yield json.loads(record)
 
     def close(self) -> None:
         self.db.close()

@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Se
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
+from umni.util import jsontext
 from umni.util.secrets import scrub
 
 __all__ = ["ResultStore", "StoredRow", "Write", "Batches", "row_checksum", "encode_output", "decode_row", "encode_write"]
@@ -36,14 +37,12 @@ def row_checksum(*fields: Any) -> str:
     return digest.hexdigest()
 
 
-#: Built once: `json.dumps` with options builds an encoder per call, and every result is encoded.
-_OUTPUT = json.JSONEncoder(ensure_ascii=False)
 _PROVENANCE = json.JSONEncoder(sort_keys=True)
 
 
 def encode_output(output: Mapping[str, Any]) -> str:
     """The stored text of an output; no credential ever reaches a store."""
-    return scrub(_OUTPUT.encode(output))
+    return scrub(jsontext.dumps(output))
 
 
 @dataclass(frozen=True)

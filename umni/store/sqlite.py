@@ -125,6 +125,9 @@ class SqliteResults:
         return self.get_now(key)
 
     async def get_many(self, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
+        return self.get_many_now(keys)
+
+    def get_many_now(self, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
         found: dict[str, dict[str, Any]] = {}
         for part in chunks(list(dict.fromkeys(keys))):
             marks = ",".join("?" * len(part))

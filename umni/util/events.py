@@ -9,22 +9,19 @@ file is line-buffered, so a killed run keeps every line it finished.
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
+from umni.util import jsontext
 from umni.util.secrets import scrub
 from umni.util.storage import storage_guard
 
-#: Built once (`json.dumps` with options builds an encoder per call); anything not JSON as its str.
-_LINE = json.JSONEncoder(ensure_ascii=False, default=str)
-
 
 def render(event: str, fields: dict[str, Any]) -> str:
-    """One log line: ``time`` (UTC, ISO 8601 with a Z), ``event``, the fields."""
+    """One log line: ``time`` (UTC, ISO 8601 with a Z), ``event``, the fields (anything not JSON as its str)."""
     now = datetime.now(UTC).isoformat()  # ends in "+00:00"
-    return scrub(_LINE.encode({"time": now[:-6] + "Z", "event": event, **fields}))
+    return scrub(jsontext.line({"time": now[:-6] + "Z", "event": event, **fields}))
 
 
 class EventLog:
