@@ -86,3 +86,15 @@ def cpu_seconds() -> float:
     """CPU seconds of this process (every thread) and of the child processes it has waited for."""
     times = os.times()
     return times.user + times.system + times.children_user + times.children_system
+
+
+def emit(result: dict[str, Any], json_path: Path | None) -> int:
+    """A standalone benchmark's result with the machine it ran on: printed, and written to
+    `json_path` when given; returns the exit code (0)."""
+    import json
+
+    text = json.dumps(result | {"machine": machine()}, indent=2)
+    print(text)
+    if json_path:
+        json_path.write_text(text + "\n")
+    return 0

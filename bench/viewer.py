@@ -85,12 +85,12 @@ def _proc(pid: int) -> tuple[float, float]:
 
 def run(*, cases: int, resamples: int = 30) -> dict[str, Any]:
     from umni.protocols.protocol import get_protocol
-    from umni.reporting import runset
+    from umni.reporting import intervals
     from umni.reporting.caseindex import write_viewer_files
 
     with tempfile.TemporaryDirectory() as tmp:
         big = make_run(Path(tmp), cases)
-        runset.BOOTSTRAP_RESAMPLES = resamples
+        intervals.BOOTSTRAP_RESAMPLES = resamples
         began = time.perf_counter()
         write_viewer_files(big, get_protocol("umnibench"), json.loads((big / "summary.json").read_text()))
         finish_s = time.perf_counter() - began
@@ -126,14 +126,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--resamples", type=int, default=30)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
-    from .machine import machine
+    from .machine import emit
 
-    result = run(cases=args.cases, resamples=args.resamples) | {"machine": machine()}
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.json:
-        args.json.write_text(text + "\n")
-    return 0
+    return emit(run(cases=args.cases, resamples=args.resamples), args.json)
 
 
 if __name__ == "__main__":

@@ -216,6 +216,8 @@ class GeniusSummary:
     missing_items: list[str]
     #: No item had a VC score, so the Overall counts VC as 0 (as ``cal_score.py`` does).
     vc_counted_as_zero: bool = False
+    #: Items scored on every metric that applies to them (no judge failure on any).
+    complete: int = 0
     weights: dict[str, float] = field(default_factory=lambda: dict(OVERALL_WEIGHTS))
 
 
@@ -260,6 +262,7 @@ def summarize(
         vc_counted_as_zero=not scores or not any(s.vc is not None for s in scores),
         missing_outputs=sum(s.output_missing for s in scores),
         missing_items=sorted(set(expected or ()) - seen),
+        complete=sum(not any(isinstance(m, JudgeFailure) for m in (s.rc, s.vc, s.aq)) for s in scores),
     )
 
 

@@ -38,6 +38,11 @@ class FailuresByMetric(Scores):
 
 class DimensionScores(Scores):
     items: int
+    #: cases of the dimension, those left unscored (no item) included
+    cases: int
+    #: items scored on each metric, and cases each metric applies to (scored, failed or unscored)
+    scored: Metrics
+    applicable: Metrics
     missing_outputs: int
     rc: Number | None
     vc: Number | None
@@ -103,6 +108,10 @@ class GeniusScores(Scores):
     dimensions: dict[str, DimensionScores]
     cases: int
     scored: Metrics
+    #: cases each metric applies to (VC: those with a reference image to keep), scored or not
+    applicable: Metrics
+    #: cases scored on every metric that applies to them: the Overall's coverage
+    complete: int
     judge_failures: FailuresByMetric
     missing_outputs: int
     #: why a case has no scoring item -> cases
@@ -125,6 +134,9 @@ def summarize_records(records: Sequence[Mapping[str, Any]], o: GeniusOptions) ->
     dimensions = {
         name: DimensionScores(
             items=d.items,
+            cases=sum(r["dimension"] == name for r in records),
+            scored=Metrics(rc=d.rc.scored, vc=d.vc.scored if d.vc else 0, aq=d.aq.scored),
+            applicable=_applicable([r for r in records if r["dimension"] == name]),
             missing_outputs=d.missing_outputs,
             rc=_rounded(d.rc.mean),
             vc=_rounded(d.vc.mean) if d.vc else None,
@@ -141,6 +153,8 @@ def summarize_records(records: Sequence[Mapping[str, Any]], o: GeniusOptions) ->
         dimensions=dimensions,
         cases=len(records),
         scored=Metrics(rc=result.rc.scored, vc=result.vc.scored, aq=result.aq.scored),
+        applicable=_applicable(records),
+        complete=result.complete,
         judge_failures=FailuresByMetric(rc=result.rc.failures, vc=result.vc.failures, aq=result.aq.failures),
         missing_outputs=result.missing_outputs,
         unscored=dict(sorted(Counter(r["unscored"] for r in records if r.get("item") is None).items())),
@@ -154,6 +168,22 @@ def summarize_records(records: Sequence[Mapping[str, Any]], o: GeniusOptions) ->
         reflection=_reflection_summary(records, o) if o.reflection_rounds else None,
         probe=_probe_summary(records) if o.vqa_probe else None,
     )
+
+
+def _applicable(records: Sequence[Mapping[str, Any]]) -> Metrics:
+    """Cases each metric applies to: RC and AQ every case, VC a case with a reference image to keep
+    (official ``has_vc_task``), read from its item or, for a case left unscored, from its hints. A
+    metric that does not apply is not a missing score."""
+    return Metrics(rc=len(records), vc=sum(_has_vc_task(r) for r in records), aq=len(records))
+
+
+def _has_vc_task(record: Mapping[str, Any]) -> bool:
+    item = record.get("item")
+    if item is not None:
+        return bool(item["vc_task"]) if item.get("vc_task") is not None else item["vc_hints"] > 0
+    if record.get("rounds"):
+        return any(h["reference"] is not None for h in record["rounds"][0]["vc"])
+    return bool(record.get("vc_hints"))
 
 
 def _official_equivalent(records: Sequence[Mapping[str, Any]]) -> OfficialEquivalent:

@@ -164,11 +164,11 @@ class UmniBench(Protocol[UmniCase, UmniOptions, UmniRecord, scoring.UmniScores])
         stage_rows = [[STAGE_TITLES[st], s["stages"][st]] + [s["questions"][q] for q in STAGE_QUESTIONS[st]] for st in STAGES]
         stage_rows.append(["Overall", s["overall"], None, None, None])
         question_rows = [[q, s["questions"][q], s["answered"][q], s["failed"][q]] for q in s["questions"]]
-        domain_rows = [[d, v] for d, v in s["domains"].items()]
+        domain_rows = [[d, v, s.get("domain_answered", {}).get(d), s.get("domain_failed", {}).get(d)] for d, v in s["domains"].items()]
         return [
             (f"Accuracy by stage (ability: {summary['options']['ability']})", ["Stage", "Score", "Q a", "Q b", "Q c"], stage_rows),
             ("Accuracy by question", ["Question", "Accuracy", "Answered", "Failed"], question_rows),
-            ("Accuracy by domain", ["Domain", "Accuracy"], domain_rows),
+            ("Accuracy by domain", ["Domain", "Accuracy", "Answered", "Failed"], domain_rows),
         ]
 
     def views(self, record: UmniRecord) -> list[View]:

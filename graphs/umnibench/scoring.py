@@ -30,7 +30,8 @@ SCORED_STAGES = {
 
 class UmniScores(Scores):
     """summary.json ``scores``: accuracies (0–100, None where nothing was answered) by stage,
-    question and domain, and per question how many answers were given and how many failed."""
+    question and domain, and per question and per domain how many answers were given and how many
+    failed (a domain counts the questions of the stages that are scored)."""
 
     overall: Number | None
     stages: dict[str, Number | None]
@@ -38,6 +39,8 @@ class UmniScores(Scores):
     domains: dict[str, Number | None]
     answered: dict[str, int]
     failed: dict[str, int]
+    domain_answered: dict[str, int]
+    domain_failed: dict[str, int]
 
 
 def _pct(correct: int, answered: int) -> float | None:
@@ -71,4 +74,6 @@ def score(records: Sequence[Mapping[str, Any]], ability: str = "full") -> UmniSc
         domains={d: _pct(c, a) for d, (c, a, _f) in sorted(domains.items())},
         answered={qid: tally[qid][1] for qid in questions},
         failed={qid: tally[qid][2] for qid in questions},
+        domain_answered={d: a for d, (_c, a, _f) in sorted(domains.items())},
+        domain_failed={d: f for d, (_c, _a, f) in sorted(domains.items())},
     )

@@ -31,7 +31,7 @@ limit: 5
     assert sorted(generate_edit) == [0, 15]  # 5 generates + 10 edits, once, for the first binding only
     assert all(c["understand"] == 45 for c in calls)
     board = (out / "leaderboard.md").read_text()
-    assert "sim/umm?skill=0.4" in board and "stages" in board and "domains" in board
+    assert "sim/umm?skill=0.4" in board and "questions by stage" in board and "domains" in board  # the paper layout
     assert (out / "leaderboard.csv").exists() and json.loads((out / "leaderboard.json").read_text())
     html = (out / "report.html").read_text()
     refs = re.findall(r'(?:src|href)="([^"#]+)"', html)
@@ -54,6 +54,9 @@ def test_leaderboard_command(tmp_path, capsys):
                      "--cache", str(tmp_path / "cache"), "--quiet"]) == 0
     capsys.readouterr()
     assert main(["leaderboard", str(tmp_path / "1"), str(tmp_path / "0.3")]) == 0
+    text = capsys.readouterr().out
+    assert "| Stage | Question | sim/umm?skill=1 | sim/umm?skill=0.3 |" in text  # the paper's Table 2: the runs as columns
+    assert main(["leaderboard", str(tmp_path / "1"), str(tmp_path / "0.3"), "--layout", "tidy"]) == 0
     text = capsys.readouterr().out
     assert "sim/umm?skill=0.3" in text and "| run | Overall | Generation | Interaction | Counterfactual | coverage | failures |" in text
     assert main(["leaderboard", str(tmp_path / "1"), str(tmp_path / "0.3"), "--out", str(tmp_path / "lb")]) == 0

@@ -430,8 +430,11 @@ def test_aggregation_from_records_by_hand(tmp_path):
     assert s["missing_outputs"] == 1 and s["unscored"] == {"generation failed (backend)": 1}
     dims = s["dimensions"]
     assert (dims["visual_constraint"]["rc"], dims["visual_constraint"]["vc"], dims["visual_constraint"]["aq"]) == (50.0, 50.0, 0.0)
-    assert dims["prior_conflicting"] == {"items": 1, "missing_outputs": 1, "rc": 0.0, "vc": 0.0, "aq": 0.0, "judge_failures": {}}
-    assert dims["multi_semantic"]["vc"] is None
+    assert dims["prior_conflicting"] == {"items": 1, "cases": 2, "scored": {"rc": 1, "vc": 1, "aq": 1}, "applicable": {"rc": 2, "vc": 2, "aq": 2},
+                                         "missing_outputs": 1, "rc": 0.0, "vc": 0.0, "aq": 0.0, "judge_failures": {}}
+    assert dims["multi_semantic"]["vc"] is None and dims["multi_semantic"]["applicable"]["vc"] == 0  # VC does not apply there
+    # every case counts where its metric applies (the unscored pc02 too); the five items have no judge failure
+    assert s["applicable"] == {"rc": 6, "vc": 5, "aq": 6} and s["complete"] == 5
     main_row = PROTOCOL.tables({"scores": s, "bindings": {"generate": "scripted"}})[0][2][0]
     assert main_row[:5] == ["scripted", s["overall"], 100.0, 50.0, 50.0]
 

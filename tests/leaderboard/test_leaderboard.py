@@ -48,7 +48,8 @@ def test_umnibench_stage_table_with_question_coverage_and_incomplete_mark():
     broken = json.loads(json.dumps(UMNI)) | {"overall": 100.0}
     broken["answered"] = {f"Q{i}": (1 if i <= 3 else 0) for i in range(1, 10)}
     broken["failed"] = {f"Q{i}": (1 if i <= 3 else 2) for i in range(1, 10)}
-    tables = build_tables([summary("umnibench", UMNI, nodes=24), summary("umnibench", broken, bindings={"generate": "m/b"}, nodes=24, failed=3, blocked=14)])
+    tables = build_tables([summary("umnibench", UMNI, nodes=24), summary("umnibench", broken, bindings={"generate": "m/b"}, nodes=24, failed=3, blocked=14)],
+                          layout="tidy")
     main = tables[0]
     assert main.columns == ["Overall", "Generation", "Interaction", "Counterfactual"]
     # sorted by Overall: the broken run's 100.0 comes first, but marked as computed on 3 of 18 answers
@@ -68,9 +69,9 @@ def test_aegis_main_table_is_task_by_domain_group():
         "generation": {"STEM": 40.0, "Humanities": None, "Daily life": 60.0, "overall": 50.0, "scored": 2, "inference_failures": 0, "evaluation_failures": 0},
         "overall": {"STEM": 25.0, "Humanities": 20.0, "Daily life": 45.0, "overall": 32.0, "scored": 5, "inference_failures": 1, "evaluation_failures": 0},
     }
-    tables = build_tables([summary("aegis", {"overall": 32.0, "main_table": main_table})])
-    assert len(tables) == 2  # the paper's main table first, then this per-task breakdown
-    t = tables[1]
+    tables = build_tables([summary("aegis", {"overall": 32.0, "main_table": main_table})], layout="tidy")
+    assert len(tables) == 1  # the per-task breakdown (the paper's main table is the paper layout)
+    t = tables[0]
     assert t.key_columns == ["run", "task"] and t.columns == ["STEM", "Humanities", "Daily life", "Overall"]
     assert [r.keys[1] for r in t.rows] == ["understanding", "generation", "overall"]
     text = t.markdown()
@@ -85,7 +86,7 @@ def test_genius_dimension_columns_combine_marks_with_the_weights():
         "weights": {"rc": 0.6, "vc": 0.35, "aq": 0.05},
         "dimensions": {"implicit_pattern": {"items": 2, "missing_outputs": 1, "rc": 50.0, "vc": 0.0, "aq": 20.0}},
     }
-    t = build_tables([summary("genius", scores)])[0]
+    t = build_tables([summary("genius", scores)], layout="tidy")[0]
     assert t.columns == ["Overall", "RC", "VC", "AQ", "implicit_pattern"]
     row = t.rows[0]
     # 0.6 * 50 + 0.35 * 0 + 0.05 * 20 = 31.0, on 1 of 2 items (one output missing)
@@ -98,7 +99,7 @@ def test_wise_category_table_and_girbench_task_table():
             "scored": 2, "failed": 1, "expected": 1000, "scored_by_category": {"culture": 1, "time": 1}, "failed_by_category": {"culture": 1}}
     gir = {"overall": 0.25, "overall_of": ["uni_understanding", "text"],
            "metrics": {"uni_understanding": {"score": 0.5, "cases": 4, "scored": 4}, "text": {"score": 0.0, "cases": 2, "scored": 1}}}
-    gt, _paper, wt = build_tables([summary("wise", wise), summary("girbench", gir)])
+    gt, wt = build_tables([summary("wise", wise), summary("girbench", gir)], layout="tidy")
     assert wt.columns == ["Cultural", "Time", "Space", "Biology", "Physics", "Chemistry", "Overall"]  # the paper's Table 1 names
     assert wt.rows[0].cells[0].text() == "1.00 (1/2)*" and wt.rows[0].cells[6].text() == "0.50 (2/1000)*"
     assert gt.columns == ["Uni understanding", "T2I text", "Overall"]
@@ -130,13 +131,13 @@ def test_labels_tell_runs_apart(tmp_path):
         (path / "run.json").write_text(json.dumps({"seed": seed}))
         runs.append(Run(summary("umnibench", UMNI, options={"ability": "full"}), path))
     runs.append(Run(summary("umnibench", UMNI, options={"ability": "editing"}), None))
-    labels = [r.run for r in build_tables(runs, with_ci=False)[0].rows]
+    labels = [r.run for r in build_tables(runs, with_ci=False, layout="tidy")[0].rows]
     assert len(set(labels)) == 3
     assert any("ability=editing" in label for label in labels) and any("seed=1" in label for label in labels)
 
 
 def test_long_csv_has_one_row_per_run_and_metric(tmp_path):
-    tables = build_tables([summary("umnibench", UMNI), summary("umnibench", UMNI, bindings={"generate": "m/b"})])
+    tables = build_tables([summary("umnibench", UMNI), summary("umnibench", UMNI, bindings={"generate": "m/b"})], layout="tidy")
     paths = write_leaderboard(tables, tmp_path)
     rows = list(csv.reader(paths["csv"].open()))
     assert rows[0] == LONG_HEADER
@@ -169,7 +170,8 @@ def test_bootstrap_interval_is_seeded_and_brackets_the_headline(small_run):
 def test_leaderboard_command_writes_all_three_files(small_run, tmp_path, capsys):
     assert main(["leaderboard", str(small_run), "--out", str(tmp_path / "lb")]) == 0
     board = json.loads((tmp_path / "lb" / "leaderboard.json").read_text())
-    headline = board[0]["rows"][0]["cells"][0]
+    assert board[0]["run_columns"] and board[0]["title"].startswith("UmniBench · questions by stage")
+    headline = next(r for r in board[0]["rows"] if r["keys"] == ["Ave.", ""])["cells"][0]
     assert headline["ci"] and headline["answered"] == headline["total"] == 54
     md_tables_are_valid((tmp_path / "lb" / "leaderboard.md").read_text())
     assert Path(tmp_path / "lb" / "leaderboard.csv").read_text().startswith(",".join(LONG_HEADER))
@@ -205,7 +207,7 @@ def test_every_protocol_option_has_a_description():
 
 
 def test_latex_and_laid_out_csv_formats(small_run, capsys):
-    assert main(["leaderboard", str(small_run), "--format", "latex"]) == 0
+    assert main(["leaderboard", str(small_run), "--format", "latex", "--layout", "tidy"]) == 0
     tex = capsys.readouterr().out
     first = tex.split("\\end{tabular}")[0]
     assert "\\begin{tabular}{lrrrrrr}" in first and "\\toprule" in first and "\\bottomrule" in first
@@ -213,12 +215,18 @@ def test_latex_and_laid_out_csv_formats(small_run, capsys):
     assert header == "run & Overall & Generation & Interaction & Counterfactual & coverage & failures \\\\"
     row = first.split("\\midrule\n")[1].splitlines()[0]
     assert row.count(" & ") == 6 and row.startswith("sim/umm?skill=0.6 & ") and "(54/54)" in row
-    assert main(["leaderboard", str(small_run), "--format", "csv"]) == 0
-    block = capsys.readouterr().out.split("\n\n")[0].splitlines()
-    parsed = list(csv.reader(block))
-    assert parsed[0] == ["# UmniBench · overall and stages"] and parsed[1][:6] == ["run", "Overall", "Overall ci_low", "Overall ci_high", "Overall answered", "Overall total"]
+    assert main(["leaderboard", str(small_run), "--format", "csv", "--layout", "paper"]) == 0
+    paper_csv = list(csv.reader(capsys.readouterr().out.split("\n\n")[0].splitlines()))
+    assert paper_csv[0] == ["# UmniBench · questions by stage (paper Table 2)"] and paper_csv[2][:2] == ["Generation", "Q1"]
+    assert main(["leaderboard", str(small_run), "--format", "csv", "--layout", "tidy"]) == 0
+    assert capsys.readouterr().out.startswith(",".join(LONG_HEADER))
+    assert main(["leaderboard", str(small_run), "--format", "markdown", "--layout", "tidy"]) == 0
+    assert "### UmniBench · overall and stages" in capsys.readouterr().out
+    run = "sim/umm?skill=0.6"
+    assert paper_csv[1][:7] == ["Stage", "Question", run, f"{run} ci_low", f"{run} ci_high", f"{run} answered", f"{run} total"]
+    overall = next(r for r in paper_csv if r[:2] == ["Ave.", ""])
     summary = json.loads((small_run / "summary.json").read_text())
-    assert float(parsed[2][1]) == summary["scores"]["overall"] and float(parsed[2][2]) <= float(parsed[2][1]) <= float(parsed[2][3])
+    assert float(overall[2]) == summary["scores"]["overall"] and float(overall[3]) <= float(overall[2]) <= float(overall[4])
 
 
 def test_latex_escapes_what_a_label_may_hold():
@@ -285,3 +293,135 @@ def test_aegis_main_table_in_the_papers_layout():
     assert table.columns == paper["columns"] and table.groups == paper["groups"]
     assert len(table.rows) == 1  # one row per model
     assert [c.text().split(" ")[0] for c in table.rows[0].cells] == paper["paper_row"]["cells"]
+
+
+def _printed(cell):
+    """What the paper would print: the figure alone (interval and coverage left out)."""
+    return cell.text().split(" ")[0]
+
+
+def test_umnibench_question_table_in_the_papers_layout():
+    """Table 2: Q1–Q9 as rows grouped by stage, each stage closed by its Ave., the overall last; runs as columns."""
+    paper = PAPER["umnibench_questions"]
+    col = paper["paper_column"]
+    scores = {"overall": col["overall"], "stages": col["stages"], "questions": col["questions"], "domains": {},
+              "answered": {q: 10 for q in col["questions"]}, "failed": {q: 0 for q in col["questions"]}}
+    weaker = json.loads(json.dumps(scores)) | {"overall": 50.0}
+    table = build_tables([summary("umnibench", weaker, bindings={"generate": "m/b"}), summary("umnibench", scores)])[0]
+    assert table.title.startswith(paper["title"]) and table.run_columns
+    assert table.key_columns == paper["key_columns"]
+    assert table.columns == ["m/a", "m/b"]  # the runs, best overall first
+    assert [r.keys for r in table.rows[:-2]] == paper["rows"]
+    assert [r.keys[0] for r in table.rows[-2:]] == ["coverage", "failures"]
+    assert [_printed(r.cells[0]) for r in table.rows[:-2]] == col["cells"]
+    md = table.markdown()
+    md_tables_are_valid(md)
+    stage_column = [line.split(" | ")[0].lstrip("| ") for line in md.splitlines()[4:4 + len(paper["rows"])]]
+    assert stage_column == paper["printed_stage_column"]  # a stage named once, on its first row
+    assert "\\begin{tabular}{llrr}" in table.latex()
+
+
+def test_umnibench_domain_table_in_the_papers_layout():
+    """Table 3: domains as rows (lowest Average first), runs as columns, an Average column, the overall last."""
+    paper = PAPER["umnibench_domains"]
+    col = paper["paper_column"]
+    names = [n.replace("Weather & Environ.", "Weather & Environment") for n in paper["rows"][:-1]]  # the cases' own domain name
+    average = [float(v) for v in paper["average_column"][:-1]]
+    first = dict(zip(names, map(float, col["cells"])))
+    # a second run chosen so that the two runs' mean is the paper's Average column
+    second = {d: round(2 * a - first[d], 2) for d, a in zip(names, average)}
+    runs = [summary("umnibench", {"overall": col["overall"], "stages": {}, "questions": {}, "answered": {}, "failed": {}, "domains": first}),
+            summary("umnibench", {"overall": 70.0, "stages": {}, "questions": {}, "answered": {}, "failed": {}, "domains": second},
+                    bindings={"generate": "m/b"})]
+    table = build_tables(runs)[1]
+    assert table.title.startswith(paper["title"]) and table.run_columns
+    assert table.key_columns == paper["key_columns"] and table.columns == ["m/a", "m/b", paper["last_column"]]
+    assert [r.keys[0] for r in table.rows[:-2]] == paper["rows"]
+    assert [_printed(r.cells[0]) for r in table.rows[:-2]] == col["cells"]
+    assert [_printed(r.cells[-1]) for r in table.rows[:-2]] == [v.replace("-", "–") for v in paper["average_column"]]
+
+
+def test_umnibench_domain_cells_show_their_coverage_and_mark_incomplete():
+    scores = json.loads(json.dumps(UMNI)) | {"domain_answered": {"Plant": 9, "Spatial": 7}, "domain_failed": {"Plant": 0, "Spatial": 2}}
+    for layout, index in (("paper", 1), ("tidy", 2)):
+        table = build_tables([summary("umnibench", scores)], layout=layout)[index]
+        texts = {r.keys[0]: r.cells[0].text() for r in table.rows} if layout == "paper" else dict(zip(table.columns, (c.text() for c in table.rows[0].cells)))
+        assert texts["Plant"] == "40.00 (9/9)" and texts["Spatial"] == "60.00 (7/9)*"
+
+
+def test_umnibench_summary_counts_answers_per_domain(small_run):
+    scores = json.loads((small_run / "summary.json").read_text())["scores"]
+    assert set(scores["domain_answered"]) == set(scores["domains"]) == set(scores["domain_failed"])
+    assert sum(scores["domain_answered"].values()) + sum(scores["domain_failed"].values()) == 6 * 9
+
+
+def test_genius_main_table_in_the_papers_layout():
+    paper = PAPER["genius"]
+    values = paper["paper_row"]["cells"]
+    dims = ["implicit_pattern", "symbolic_constraint", "visual_constraint", "prior_conflicting", "multi_semantic"]
+    dimensions = {}
+    for i, dim in enumerate(dims):
+        rc, vc, aq = values[1 + 3 * i: 4 + 3 * i]
+        applies_vc = vc != "-"
+        dimensions[dim] = {"items": 10, "cases": 10, "missing_outputs": 0, "rc": float(rc), "vc": float(vc) if applies_vc else None, "aq": float(aq),
+                           "scored": {"rc": 10, "vc": 10 if applies_vc else 0, "aq": 10}, "applicable": {"rc": 10, "vc": 10 if applies_vc else 0, "aq": 10},
+                           "judge_failures": {}}
+    scores = {"overall": float(values[0]), "rc": 50.0, "vc": 50.0, "aq": 50.0, "cases": 50, "complete": 50,
+              "scored": {"rc": 50, "vc": 40, "aq": 50}, "applicable": {"rc": 50, "vc": 40, "aq": 50},
+              "judge_failures": {"rc": {}, "vc": {}, "aq": {}}, "unscored": {}, "dimensions": dimensions}
+    table = build_tables([summary("genius", scores)])[0]
+    assert table.title.startswith(paper["title"])
+    assert table.columns == paper["columns"] and table.groups == paper["groups"] and table.supergroups == paper["supergroups"]
+    assert [_printed(c) for c in table.rows[0].cells] == [v.replace("-", "–") for v in values]
+    assert not any(c.incomplete for c in table.rows[0].cells)
+    tex = table.latex()
+    assert "\\multicolumn{6}{c}{Ad-hoc Constraint Execution}" in tex and "\\multicolumn{3}{c}{Multi-Semantic}" in tex
+
+
+def test_genius_vc_that_does_not_apply_is_not_missing():
+    """Multi-Semantic has no VC: a run with no failure must not read incomplete ((8/10)* before)."""
+    golden = json.loads((Path(__file__).parents[1] / "golden" / "expected" / "genius" / "summary.json").read_text())
+    s = golden["scores"]
+    assert s["scored"]["vc"] < s["cases"] and not any(s["judge_failures"][m] for m in ("rc", "vc", "aq"))
+    for layout in ("paper", "tidy"):
+        for table in build_tables([golden], with_ci=False, layout=layout):
+            for row in table.rows:
+                assert not any(c.incomplete for c in row.cells), (table.title, [c.text() for c in row.cells])
+    paper = build_tables([golden], with_ci=False)[0]
+    multi_vc = paper.rows[0].cells[paper.columns.index("Overall") + 14]
+    assert not multi_vc.applies and multi_vc.text() == "–"
+    assert "`–` the metric does not apply" in paper.markdown()
+
+
+def test_intervals_on_every_cell_with_enough_items(small_run):
+    """Not only Overall: each question and stage gets its interval; a domain resting on fewer than
+    MIN_INTERVAL_CASES cases gets none (the 6-case run has one case per domain)."""
+    run = Run(json.loads((small_run / "summary.json").read_text()), small_run, intervals=None)
+    run.intervals = None
+    questions, domains = build_tables([run])
+    for row in questions.rows[:-2]:
+        cell = row.cells[0]
+        assert cell.ci is not None and cell.ci[0] <= cell.value <= cell.ci[1], row.keys
+    for row in domains.rows[:-3]:
+        assert row.cells[0].value is not None and row.cells[0].ci is None, row.keys
+    assert domains.rows[-3].keys == ["Average"] and domains.rows[-3].cells[0].ci is not None  # the overall
+    assert "[" in questions.markdown().splitlines()[4] and "ci_low" in questions.csv()
+
+
+def test_tables_json_stores_an_interval_per_score(small_run):
+    stored = json.loads((small_run / "tables.json").read_text())
+    assert {"overall", "questions/Q1", "stages/generation"} <= {k for k, v in stored["intervals"].items() if v}
+    cells = [c for t in stored["tables"] for r in t["rows"] for c in r["cells"] if c["value"] is not None and not c["coverage_only"]]
+    assert sum(bool(c["ci"]) for c in cells) > len(cells) // 2
+
+
+def test_leaderboard_layout_option(small_run, tmp_path, capsys):
+    assert main(["leaderboard", str(small_run), "--out", str(tmp_path / "paper")]) == 0
+    assert "UmniBench · questions by stage (paper Table 2)" in (tmp_path / "paper" / "leaderboard.md").read_text()
+    assert main(["leaderboard", str(small_run), "--layout", "tidy", "--out", str(tmp_path / "tidy")]) == 0
+    assert "UmniBench · overall and stages" in (tmp_path / "tidy" / "leaderboard.md").read_text()
+    # leaderboard.csv is the tidy long CSV in both
+    assert (tmp_path / "paper" / "leaderboard.csv").read_text() == (tmp_path / "tidy" / "leaderboard.csv").read_text()
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        main(["leaderboard", str(small_run), "--layout", "sideways"])

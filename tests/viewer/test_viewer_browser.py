@@ -57,14 +57,25 @@ def test_tables_show_each_protocol_in_its_layout_with_coverage(demo_runs, browse
     assert groups == ["Understanding", "Generation", "Editing", "Interleaved Generation"]  # the paper's main table first
     headers = [th.text for th in tables[0].find_elements(By.CSS_SELECTOR, "tr:not(.groups) th")]
     assert headers == ["run"] + ["STEM", "Humanity", "Life"] * 4 + ["Overall", "coverage", "failures"]
-    headers = [th.text for th in tables[1].find_elements(By.CSS_SELECTOR, "th")]
-    assert headers[:6] == ["run", "task", "STEM", "Humanities", "Daily life", "Overall"] and "coverage" in headers
     assert not browser.find_elements(By.CSS_SELECTOR, "section#protocol-genius")
     open_page(browser, base + "#tables/umnibench", "section#protocol-umnibench table.lb")
     first = browser.find_element(By.CSS_SELECTOR, "section#protocol-umnibench table.lb")
     text = first.text
-    assert "(54/54)" in text and "[" in text  # coverage and the bootstrap interval beside Overall
+    assert "(54/54)" in text and "[" in text  # coverage and the bootstrap interval beside the overall
+    # the paper's Table 2: the runs as columns, Q1–Q9 grouped by stage, no coverage column
+    headers = [th.text for th in first.find_elements(By.CSS_SELECTOR, "th")]
+    assert headers[:2] == ["Stage", "Question"] and len(headers) == 5 and "coverage" not in headers
+    stages = [td.text for td in first.find_elements(By.CSS_SELECTOR, "tr td.key:first-child")]
+    assert stages[:5] == ["Generation", "", "", "", "Interaction"] and stages[-2:] == ["coverage", "failures"]
     assert browser.find_elements(By.CSS_SELECTOR, "section#protocol-umnibench td.incomplete")  # the failing run is marked
+    domains = browser.find_elements(By.CSS_SELECTOR, "section#protocol-umnibench table.lb")[1]
+    assert [th.text for th in domains.find_elements(By.CSS_SELECTOR, "th")][-1] == "Average"
+    assert [td.text for td in domains.find_elements(By.CSS_SELECTOR, "td.na")][0] == "–"  # the overall's Average: not a figure
+    open_page(browser, base + "#tables/genius", "section#protocol-genius table.lb")
+    genius = browser.find_element(By.CSS_SELECTOR, "section#protocol-genius table.lb")
+    groups = [th.text for th in genius.find_elements(By.CSS_SELECTOR, "tr.groups th.group")]
+    assert groups[:3] == ["Implicit Pattern Induction", "Ad-hoc Constraint Execution", "Contextual Knowledge Adaptation"]
+    assert not genius.find_elements(By.CSS_SELECTOR, "td.incomplete")  # a run with no failure reads complete
 
 
 def test_filters_search_detail_transcript_and_failures(demo_runs, browser, serve):
@@ -218,14 +229,14 @@ def test_a_twenty_thousand_case_run_opens_at_once_in_bounded_memory(demo_runs, b
     import time
 
     from umni.protocols.protocol import get_protocol
-    from umni.reporting import runset
+    from umni.reporting import intervals
     from umni.reporting.caseindex import write_viewer_files
 
     big = tmp_path / "big"
     made = synthesise_thousand(demo_runs / "umnibench-0", big, n=20_000)
     # the finish step, with 30 bootstrap resamples instead of 300 (the interval's cost is not what
     # this test measures: at 300 it is minutes on 20k cases, paid once when a run finishes)
-    monkeypatch.setattr(runset, "BOOTSTRAP_RESAMPLES", 30)
+    monkeypatch.setattr(intervals, "BOOTSTRAP_RESAMPLES", 30)
     began = time.monotonic()
     write_viewer_files(big, get_protocol("umnibench"), json.loads((big / "summary.json").read_text()))
     finish_s = time.monotonic() - began

@@ -182,7 +182,8 @@ def test_runs_carry_stored_tables_and_a_case_index_read_by_the_viewer(demo_runs)
     low, high = stored["intervals"]["overall"]
     assert low <= json.loads((run_dir / "summary.json").read_text())["scores"]["overall"] <= high
     run = find_runs([run_dir])[0]
-    assert run.intervals == {"overall": (low, high)}  # read, never recomputed
+    assert run.intervals == {k: tuple(v) if v else None for k, v in stored["intervals"].items()}  # read, never recomputed
+    assert run.intervals["questions/Q1"] is not None  # an interval per score, not only the headline's
     data = ViewerData([run_dir])
     assert len(data.cases) == len((run_dir / "results.jsonl").read_text().splitlines())
 

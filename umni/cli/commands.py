@@ -180,7 +180,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:
-    from umni.reporting.leaderboard import build_tables, find_runs, write_leaderboard
+    from umni.reporting.leaderboard import build_tables, find_runs, long_csv, write_leaderboard
 
     if args.paired:
         from umni.reporting.leaderboard import label_runs
@@ -191,12 +191,16 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
             raise InputError(f"--paired compares exactly two runs; these paths hold {len(runs)}", path=args.dirs[0])
         print(compare_runs(runs[0], runs[1]).text())
         return EXIT_OK
-    tables = build_tables(find_runs(args.dirs))
+    runs = find_runs(args.dirs)
+    tables = build_tables(runs, layout=args.layout)
+    if args.format == "csv" and args.layout == "tidy" and not args.out:
+        print(long_csv(tables), end="")
+        return EXIT_OK
     if args.format != "markdown" and not args.out:
         print("\n\n".join(t.latex() if args.format == "latex" else t.csv() for t in tables))
         return EXIT_OK
     if args.out:
-        paths = write_leaderboard(tables, args.out)
+        paths = write_leaderboard(tables, args.out, tidy=tables if args.layout == "tidy" else build_tables(runs, layout="tidy"))
         print("\n".join(f"{kind}: {path}" for kind, path in paths.items()))
     else:
         print("\n\n".join(t.markdown() for t in tables))

@@ -83,7 +83,11 @@ def build_parser() -> argparse.ArgumentParser:
     board.add_argument("dirs", type=Path, nargs="+")
     board.add_argument("--out", type=Path, help="write leaderboard.md/.csv/.json here (default: print Markdown)")
     board.add_argument("--format", choices=["markdown", "latex", "csv"], default="markdown",
-                       help="what is printed: Markdown, LaTeX (booktabs) to paste into a paper, or CSV of each table as laid out")
+                       help="what is printed: Markdown, LaTeX (booktabs) to paste into a paper, or CSV of each table as laid out "
+                       "(with --layout tidy: the long CSV, one row per run × metric)")
+    board.add_argument("--layout", choices=["paper", "tidy"], default="paper",
+                       help="paper: each paper's own tables (orientation, column groups, names, order, rounding); "
+                       "tidy: one row per run (leaderboard.csv is always the tidy long CSV)")
     board.add_argument("--paired", action="store_true",
                        help="two runs of one protocol: their headline difference on the shared cases, with a paired bootstrap interval and a paired test")
 

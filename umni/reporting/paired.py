@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 
 from umni.protocols.protocol import get_protocol
-from umni.reporting.runset import BOOTSTRAP_SEED, Run, as_number, protocol_options
+from umni.reporting.intervals import BOOTSTRAP_SEED
+from umni.reporting.runset import Run, as_number, protocol_options
 from umni.util.errors import InputError
 
 #: Resamples of the paired bootstrap and sign flips of the permutation test.

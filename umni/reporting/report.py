@@ -58,7 +58,7 @@ def write_report(out: Path, protocol: Protocol[Any], summary: dict[str, Any], re
     from umni.reporting.leaderboard import build_tables, run_coverage
 
     coverage, failed = run_coverage(summary)
-    scored = build_tables([summary], with_ci=False)  # the leaderboard layout: answered/total beside each score
+    scored = build_tables([summary], with_ci=False, layout="tidy")  # the leaderboard's: answered/total beside each score
     html = _env.get_template("report.html.j2").render(
         summary=summary, tables=protocol.tables(summary), scored=scored, cases=cases, protocol=protocol, coverage=coverage, failed_nodes=failed
     )

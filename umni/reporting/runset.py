@@ -1,6 +1,6 @@
 """The runs a leaderboard compares: each run's summary and records as read from its directory, a
 label no two rows share, coverage and failure figures, and the seeded bootstrap interval of a score
-over cases (stored beside a finished run in tables.json, read back by the viewer)."""
+over cases (`intervals`; stored beside a finished run in tables.json, read back by the viewer)."""
 
 
 from __future__ import annotations
@@ -17,9 +17,6 @@ from umni.reporting.tables import Cell
 from umni.store.completion import is_complete, require_complete
 from umni.util.errors import InputError
 
-#: Resamples for the headline bootstrap interval (percentile method, seed 0).
-BOOTSTRAP_RESAMPLES = 300
-BOOTSTRAP_SEED = 0
 #: Where a finished run keeps its tables and intervals, and the layout version of that file
 TABLES_FILE = "tables.json"
 TABLES_VERSION = 1
@@ -170,52 +167,7 @@ def coverage_line(summary: dict[str, Any]) -> str:
     return f"coverage: {cell.answered}/{cell.total} nodes answered, {failed} failed{left}{flag}"
 
 
-# ------------------------------------------------------------------------------------ bootstrap
-def bootstrap_headline(run: Run, key: str = "overall") -> tuple[float, float] | None:
-    """95 % percentile-bootstrap interval of `scores[key]`, resampling cases (seeded).
-
-    Each resample is re-scored with the protocol's own `summarize`, so the interval follows the
-    official formula whatever it is. None when the records or the protocol are unavailable.
-    """
-    from umni.protocols.protocol import get_protocol
-
-    if run.intervals is not None:
-        return run.intervals.get(key)
-    records = run.records()
-    if len(records) < 2:
-        return None
-    try:
-        protocol = get_protocol(run.summary["protocol"])
-        options = protocol_options(protocol, run.summary.get("options", {}))
-    except Exception:  # an unknown or changed protocol: no interval rather than a wrong one
-        return None
-    import numpy as np  # only for an interval (the viewer reads stored ones and starts without numpy)
-
-    rng = np.random.default_rng(BOOTSTRAP_SEED)
-    draws = [rng.integers(0, len(records), len(records)) for _ in range(BOOTSTRAP_RESAMPLES)]
-    stats: list[float] = []
-    try:
-        for idx in draws:
-            value = as_number(protocol.summarize([records[i] for i in idx], options).get(key))
-            if value is not None:
-                stats.append(value)
-    except Exception:
-        # a scorer that refuses repeated cases (GENIUS keys items by id): resample the per-case
-        # headline instead, each case scored alone by the same formula
-        per_case = []
-        for record in records:
-            try:
-                per_case.append(as_number(protocol.summarize([record], options).get(key)))
-            except Exception:
-                per_case.append(None)
-        values = np.array([np.nan if v is None else v for v in per_case])
-        stats = [float(np.nanmean(values[idx])) for idx in draws if not np.isnan(values[idx]).all()]
-    if len(stats) < BOOTSTRAP_RESAMPLES // 2:
-        return None
-    low, high = np.percentile(stats, [2.5, 97.5])
-    return round(float(low), 2), round(float(high), 2)
-
-
+# ------------------------------------------------------------------------------------ helpers
 def protocol_options(protocol: Any, dumped: dict[str, Any]) -> Any:
     """The run's options object back from summary.json (as recorded, even where a validator would
     reject the dump of its own defaults)."""
@@ -231,4 +183,3 @@ def as_number(value: Any) -> float | None:
     return None if math.isnan(value) else float(value)
 
 
-# -------------------------------------------------------------------------------------- layouts

@@ -62,7 +62,7 @@ def _records(run_dir: Path) -> list[dict[str, Any]]:
 def write_sweep_report(out: Path, results: list[Any]) -> Path:
     """`results`: RunResult objects (out directory + summary) of the sweep's runs."""
     summaries = [r.summary for r in results]
-    tables = build_tables(summaries)
+    tables = build_tables(summaries, layout="tidy")  # one row per run: the plots draw a line per run
     plots = []
     for index, table in enumerate(tables):
         made = plot_table(table, out / "plots" / f"table-{index}.png")

@@ -352,7 +352,7 @@ def _assemble_if_free(path: Path) -> Path | None:
 
 def _write_sweep_outputs(out: Path, done: list[RunResult]) -> None:
     summaries = [r.summary for r in done]
-    write_leaderboard(build_tables(summaries), out)
+    write_leaderboard(build_tables(summaries), out, tidy=build_tables(summaries, layout="tidy"))
     runs = [{"out": str(r.out), "bindings": r.summary["bindings"], "protocol": r.summary["protocol"]} for r in done]
     pools = pools_held(out)  # what each Ray pool held (`umni.run.turns`); none without placement
     (out / "sweep.json").write_text(json.dumps({"runs": runs, **({"pools": pools} if pools else {})}, indent=2))

@@ -51,6 +51,7 @@ function openFull(ev) {
 
 // ------------------------------------------------------------------------------------ tables
 function cellNode(c) {
+  if (c.applies === false) return el("td", { class: "na muted", title: "does not apply (not a missing score)" }, "–");
   const td = el("td", { class: c.incomplete ? "incomplete" : null, title: c.incomplete ? "computed on incomplete coverage" : null });
   if (c.answered !== null && c.total !== null && c.value === null && c.ci === null && c.coverage_only) {
     td.append(c.answered + "/" + c.total);
@@ -64,19 +65,29 @@ function cellNode(c) {
   return td;
 }
 
+function groupRow(t, level, tail) {
+  if (!(level || []).length) return null;
+  const spanned = level.reduce((n, g) => n + g[1], 0);
+  return el("tr", { class: "groups" }, el("th", { colspan: t.key_columns.length }),
+    level.map(([name, span]) => el("th", { colspan: span, class: name ? "group" : null }, name)),
+    t.columns.length - spanned + tail > 0 ? el("th", { colspan: t.columns.length - spanned + tail }) : null);
+}
+
 function tableNode(t) {
-  const head = el("tr", {}, t.key_columns.map(k => el("th", { class: "key" }, k)), t.columns.map(c => el("th", {}, c)), el("th", {}, "coverage"), el("th", {}, "failures"));
-  const rows = t.rows.map(r => {
+  // one row per run (coverage and failures as columns), or the runs as columns (UmniBench's paper
+  // tables: coverage and failures are rows of their own, a group's name shown on its first row)
+  const tail = t.run_columns ? 0 : 2;
+  const head = el("tr", {}, t.key_columns.map(k => el("th", { class: "key" }, k)), t.columns.map(c => el("th", {}, c)),
+    t.run_columns ? null : [el("th", {}, "coverage"), el("th", {}, "failures")]);
+  const rows = t.rows.map((r, i) => {
+    const keys = r.keys.map((k, j) => el("td", { class: "key" }, t.run_columns && j === 0 && i > 0 && t.rows[i - 1].keys[0] === k ? "" : k));
+    if (t.run_columns) return el("tr", {}, keys, r.cells.map(cellNode));
     const cov = Object.assign({ coverage_only: true }, r.coverage);
-    return el("tr", {}, r.keys.map(k => el("td", { class: "key" }, k)), r.cells.map(cellNode), cellNode(cov),
-      el("td", { class: r.failures ? "bad" : null }, String(r.failures)));
+    return el("tr", {}, keys, r.cells.map(cellNode), cellNode(cov), el("td", { class: r.failures ? "bad" : null }, String(r.failures)));
   });
-  if (!rows.length) rows.push(el("tr", {}, el("td", { colspan: t.key_columns.length + t.columns.length + 2 }, "no runs")));
-  const groups = (t.groups || []).length ? el("tr", { class: "groups" }, el("th", { colspan: t.key_columns.length }),
-    t.groups.map(([name, span]) => el("th", { colspan: span, class: "group" }, name)),
-    el("th", { colspan: t.columns.length - t.groups.reduce((n, g) => n + g[1], 0) + 2 })) : null;
+  if (!rows.length) rows.push(el("tr", {}, el("td", { colspan: t.key_columns.length + t.columns.length + tail }, "no runs")));
   return el("div", { class: "lb-block", "data-protocol": t.protocol },
-    el("h3", {}, t.title), el("table", { class: "lb" }, groups, head, rows),
+    el("h3", {}, t.title), el("table", { class: "lb" }, groupRow(t, t.supergroups, tail), groupRow(t, t.groups, tail), head, rows),
     t.note ? el("p", { class: "note" }, t.note) : null);
 }
 
@@ -95,7 +106,7 @@ async function renderTables(protocol) {
   for (const p of protocols.filter(p => !protocol || p === protocol)) {
     app.append(el("section", { class: "protocol-block", id: "protocol-" + p }, tables.filter(t => t.protocol === p).map(tableNode)));
   }
-  app.append(el("p", { class: "note" }, "Every score shows (answered/total); * marks a score computed on incomplete coverage; [low, high] is a 95 % bootstrap interval over cases."));
+  app.append(el("p", { class: "note" }, "Every score shows (answered/total); * marks a score computed on incomplete coverage; [low, high] is a 95 % bootstrap interval over cases; – marks a metric that does not apply."));
 }
 
 // ------------------------------------------------------------------------------------ cases

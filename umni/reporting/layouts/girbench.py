@@ -1,0 +1,71 @@
+"""GIR-Bench's tables, three decimals. Paper layout: the paper's Table 2 (GIR-Bench-T2I and
+GIR-Bench-Edit, three tasks and an Overall each, sudoku as Visual Logic), then the task table (the
+Uni tasks have no paper-layout table here yet). Tidy layout: the task table alone."""
+
+from __future__ import annotations
+
+from umni.reporting.layouts.common import headline, rows_table, score
+from umni.reporting.runset import Run, as_number
+from umni.reporting.tables import Cell, Table
+
+#: The paper's Table 2: GIR-Bench-T2I and GIR-Bench-Edit, three tasks and an Overall each.
+PAPER_GROUPS = [("GIR-Bench-T2I", ["numerical", "spatial", "text"]), ("GIR-Bench-Edit", ["puzzle", "sudoku", "perception"])]
+PAPER_NAMES = {"numerical": "Numerical Reasoning", "spatial": "Spatial Layout", "text": "Text Rendering", "puzzle": "Visual Puzzle",
+               "sudoku": "Visual Logic", "perception": "Reasoning Perception", "overall": "Overall"}
+#: GIR-Bench metric keys as the paper's table groups them (Uni, T2I, Edit).
+TASKS = {
+    "uni_understanding": "Uni understanding", "uni_generation": "Uni generation",
+    "numerical": "T2I numerical", "spatial": "T2I spatial", "text": "T2I text",
+    "puzzle": "Edit puzzle", "sudoku": "Edit sudoku", "perception": "Edit perception",
+}
+
+
+def _task(run: Run, key: str, with_ci: bool) -> Cell:
+    ms = run.summary["scores"].get("metrics", {})
+    if key not in ms:
+        return Cell(None, decimals=3)
+    m = ms[key]
+    return score(run, f"metrics/{key}/score", m.get("score"), m.get("scored"), m.get("cases"), with_ci=with_ci, decimals=3)
+
+
+def tasks_table(runs: list[Run], with_ci: bool) -> Table:
+    metrics: list[str] = []
+    for run in runs:
+        metrics += [m for m in run.summary["scores"].get("metrics", {}) if m not in metrics]
+
+    def cells(run: Run) -> list[Cell]:
+        s = run.summary["scores"]
+        ms = s.get("metrics", {})
+        part = [ms[m] for m in s.get("overall_of", []) if m in ms]
+        answered = sum(p.get("scored") or 0 for p in part) if part else None
+        total = sum(p.get("cases") or 0 for p in part) if part else None
+        return [_task(run, m, with_ci) for m in metrics] + [headline(run, with_ci, answered, total, decimals=3)]
+
+    return rows_table("GIR-Bench · tasks", "girbench", runs, [*(TASKS.get(m, m) for m in metrics), "Overall"], cells, sort_on=len(metrics),
+                      note="Overall averages the tasks that were run (scores.overall_of)")
+
+
+def paper(runs: list[Run], with_ci: bool) -> list[Table]:
+    def cells(run: Run) -> list[Cell]:
+        out: list[Cell] = []
+        for _, keys in PAPER_GROUPS:
+            part = [_task(run, k, with_ci) for k in keys]
+            values = [as_number(c.value) for c in part]
+            overall = Cell(None, decimals=3)
+            if all(v is not None for v in values):
+                overall = Cell(sum(v for v in values if v is not None) / len(values), sum(c.answered or 0 for c in part),
+                               sum(c.total or 0 for c in part), decimals=3)
+            elif any(v is not None for v in values):
+                overall.reason = "needs all three tasks of the group"
+            out += part + [overall]
+        return out
+
+    columns = [PAPER_NAMES[k] for _, keys in PAPER_GROUPS for k in [*keys, "overall"]]
+    t2i_edit = rows_table("GIR-Bench · T2I and Edit (paper Table 2)", "girbench", runs, columns, cells, sort_on=7,
+                          note="each group's Overall is the mean of its three tasks, as in the paper's table")
+    t2i_edit.groups = [[name, len(keys) + 1] for name, keys in PAPER_GROUPS]
+    return [t2i_edit, tasks_table(runs, with_ci)]
+
+
+def tidy(runs: list[Run], with_ci: bool) -> list[Table]:
+    return [tasks_table(runs, with_ci)]

@@ -1,0 +1,30 @@
+"""WISE's table, the paper's Table 1 in either layout: the six categories under the paper's names
+and Overall, one row per run, two decimals."""
+
+from __future__ import annotations
+
+from umni.reporting.layouts.common import headline, rows_table, score
+from umni.reporting.runset import Run
+from umni.reporting.tables import Cell, Table
+
+CATEGORIES = ["culture", "time", "space", "biology", "physics", "chemistry"]
+#: WISE category keys under the names of the paper's Table 1.
+NAMES = {"culture": "Cultural"}
+
+
+def table(runs: list[Run], with_ci: bool) -> list[Table]:
+    def cells(run: Run) -> list[Cell]:
+        s = run.summary["scores"]
+        scored, failed = s.get("scored_by_category", {}), s.get("failed_by_category", {})
+        out = [score(run, c, s.get(c), scored.get(c), (scored.get(c) or 0) + (failed.get(c) or 0), with_ci=with_ci) if c in scored
+               else score(run, c, s.get(c), with_ci=with_ci) for c in CATEGORIES]
+        expected = s.get("expected") or ((s.get("scored") or 0) + (s.get("failed") or 0))
+        overall = headline(run, with_ci, s.get("scored"), expected)
+        unscored = [c for c in CATEGORIES if s.get(c) is None]
+        if overall.value is None and unscored:
+            overall.reason = f"no score for {', '.join(unscored)}: Overall weights all six categories"
+        return out + [overall]
+
+    metric = {r.summary["scores"].get("metric", "score") for r in runs}
+    names = [NAMES.get(c, c.capitalize()) for c in CATEGORIES]
+    return [rows_table(f"WISE · categories ({'/'.join(sorted(metric))})", "wise", runs, names + ["Overall"], cells, sort_on=len(CATEGORIES))]
