@@ -555,7 +555,7 @@ def _mean(values: Sequence[float]) -> float | None:
     return float(np.mean(values)) if values else None
 
 
-def _metric_summary(metric: str, entries: list[dict[str, Any]], options: GirOptions) -> dict[str, Any]:
+def _metric_summary(metric: str, entries: list[dict[str, Any]], options: GirOptions, *, set_statistics: bool = True) -> dict[str, Any]:
     scored = [e for e in entries if e["status"] == "scored"]
     failed = [e for e in entries if e["status"] == "failed"]
     skipped = [e for e in entries if e["status"] == "skipped"]
@@ -569,7 +569,9 @@ def _metric_summary(metric: str, entries: list[dict[str, Any]], options: GirOpti
         "skip_reasons": dict(sorted(Counter(e["reason"] for e in skipped).items())),
         "note": None,
     }
-    if metric == "puzzle":
+    if metric == "puzzle" and not set_statistics:  # a bootstrap resample (`summarize_resample`)
+        out.update(fid=None, note="the Fréchet distance is not recomputed for resamples")
+    elif metric == "puzzle":
         result = scoring.puzzle_score(entries, official=options.features == "official")
         out.update(score=result["score"], fid=result["fid"], note=result["note"] if scored else None)
     elif metric.startswith("uni_"):
@@ -839,11 +841,24 @@ class GirBench(Protocol[GirCase, GirOptions, dict[str, Any], GirScores]):
 
     # ------------------------------------------------------------------------------ summary
     def summarize(self, records: list[dict[str, Any]], options: GirOptions) -> GirScores:
+        return self._summarize(records, options, set_statistics=True)
+
+    def summarize_resample(self, records: list[dict[str, Any]], options: GirOptions) -> GirScores:
+        """A bootstrap resample's scores without the puzzle's Fréchet distance: a set statistic whose
+        every computation takes seconds to a minute (torchmetrics' 2048-d eigen-decomposition), so
+        300 of them made a run's finish take many minutes. Where the full formula would have
+        computed it, the Overall (which averages it in) is left out too; the Edit Overall already
+        is, having no puzzle score. Those cells carry no interval."""
+        scores = self._summarize(records, options, set_statistics=False)
+        puzzles = sum(1 for r in records if r.get("metrics", {}).get("puzzle", {}).get("status") == "scored")
+        return scores.model_copy(update={"overall": None}) if puzzles >= 2 else scores
+
+    def _summarize(self, records: list[dict[str, Any]], options: GirOptions, *, set_statistics: bool) -> GirScores:
         by_metric: dict[str, list[dict[str, Any]]] = {key: [] for key, _, _ in METRICS}
         for record in records:
             for key, entry in record.get("metrics", {}).items():
                 by_metric.setdefault(key, []).append(entry)
-        metrics = {key: _metric_summary(key, by_metric[key], options) for key, _, _ in METRICS}
+        metrics = {key: _metric_summary(key, by_metric[key], options, set_statistics=set_statistics) for key, _, _ in METRICS}
         scored = [key for key, _, _ in METRICS if metrics[key]["score"] is not None]
         und, gen = metrics["uni_understanding"], metrics["uni_generation"]
         return GirScores(

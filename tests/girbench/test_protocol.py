@@ -389,3 +389,27 @@ def test_cli_offline_run_with_ocr_only(tmp_path):
     assert metrics["numerical"]["note"] == "not selected (--option tasks)"
     assert summary["scores"]["overall_of"] == ["uni_understanding", "text", "perception"]
     assert "GIR-Bench-Uni" in (out / "report.html").read_text()
+
+
+@pytest.mark.filterwarnings("ignore::scipy.linalg.LinAlgWarning")
+def test_intervals_never_recompute_the_frechet_distance(full_run, monkeypatch):
+    """The puzzle's FID is a set statistic costing seconds to a minute per computation (a 2048-d
+    eigen-decomposition): 300 resamples of it made a run's finish take many minutes. Resamples leave
+    it out, with every figure that averages it in; the other cells keep their intervals."""
+    from umni.reporting.intervals import bootstrap_intervals
+    from umni.reporting.runset import Run
+    from umni_graphs.girbench import scoring
+
+    computed: list[int] = []
+    real = scoring.frechet_distance_between
+    monkeypatch.setattr(scoring, "frechet_distance_between", lambda *a, **k: computed.append(1) or real(*a, **k))
+    intervals = bootstrap_intervals(Run(full_run.summary, full_run.out, intervals=None))
+    assert computed == []
+    for key in ("overall", "edit/overall", "edit/puzzle", "puzzle_fid"):
+        assert intervals.get(key) is None, key
+    # every other cell's interval is what resampling the whole formula gives
+    monkeypatch.setattr(PROTOCOL, "summarize_resample", PROTOCOL.summarize)
+    whole = bootstrap_intervals(Run(full_run.summary, full_run.out, intervals=None))
+    assert computed and whole["overall"] is not None
+    fid_bound = {"overall", "puzzle_fid", "edit/puzzle", "edit/overall", "metrics/puzzle/score", "metrics/puzzle/fid"}
+    assert {k: v for k, v in intervals.items() if k not in fid_bound} == {k: v for k, v in whole.items() if k not in fid_bound}

@@ -115,6 +115,13 @@ class Protocol(ABC, Generic[CaseT, OptionsT, RecordT, ScoresT]):
         """Scores laid out like the paper's main table (failures counted apart, never as 0): the
         protocol's `Scores` model, written to summary.json by `scores_json`."""
 
+    def summarize_resample(self, records: list[RecordT], options: OptionsT) -> ScoresT | dict[str, Any]:
+        """The scores of one bootstrap resample (cases drawn with replacement), hundreds of which
+        make a run's intervals. `summarize` by default; a protocol whose summary holds a set
+        statistic too costly to recompute that often (GIR-Bench's Fréchet distance) leaves it out
+        here, with every figure that averages it in, and those cells get no interval."""
+        return self.summarize(records, options)
+
     def handles(self, case: CaseT, outcomes: Mapping[str, Outcome], options: OptionsT) -> Any:
         """The typed handles of the case's graph: those the runner passed on with `outcomes`, or,
         for outcomes given as a plain mapping (a test, an older caller), those of a fresh build."""

@@ -65,7 +65,7 @@ def bootstrap_intervals(run: Run) -> Intervals:
     draws = np.random.default_rng(BOOTSTRAP_SEED).integers(0, n, (BOOTSTRAP_RESAMPLES, n))
 
     def scored(subset: list[dict[str, Any]]) -> dict[str, float]:
-        flat = flatten_scores(scores_json(protocol.summarize(subset, options)))
+        flat = flatten_scores(scores_json(protocol.summarize_resample(subset, options)))
         return {k: v for k, value in flat.items() if (v := as_number(value)) is not None}
 
     per_case: list[dict[str, float]] = []
