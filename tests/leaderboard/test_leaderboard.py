@@ -425,3 +425,20 @@ def test_leaderboard_layout_option(small_run, tmp_path, capsys):
     capsys.readouterr()
     with pytest.raises(SystemExit):
         main(["leaderboard", str(small_run), "--layout", "sideways"])
+
+
+def test_girbench_uni_table_in_the_papers_layout():
+    """The paper's Table 1: understanding and generation, each by Zoology, Botany, Geography and Overall."""
+    paper = PAPER["girbench_uni"]
+    row = paper["paper_row"]
+    gir = {"overall": 0.6, "overall_of": ["uni_understanding", "uni_generation"],
+           "uni": {"understanding": row["understanding"], "generation": row["generation"]},
+           "metrics": {"uni_understanding": {"score": row["understanding"]["overall"], "cases": 30, "scored": 30},
+                       "uni_generation": {"score": row["generation"]["overall"], "cases": 30, "scored": 30}}}
+    tables = [t for t in build_tables([summary("girbench", gir)]) if t.title.startswith(paper["title"])]
+    assert len(tables) == 1
+    table = tables[0]
+    assert table.columns == paper["columns"] and table.groups == paper["groups"]
+    assert [_printed(c) for c in table.rows[0].cells] == row["cells"]
+    tidy = [t.title for t in build_tables([summary("girbench", gir)], layout="tidy")]
+    assert not any(t.startswith(paper["title"]) for t in tidy)

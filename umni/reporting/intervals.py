@@ -17,12 +17,13 @@ leaderboards and the viewer read them instead of re-scoring.
 from __future__ import annotations
 
 import math
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from umni.protocols.scores import scores_json
 from umni.reporting.runset import Run, as_number, protocol_options
+
+if TYPE_CHECKING:
+    import numpy as np
 
 #: Resamples for every bootstrap interval (percentile method, seed 0).
 BOOTSTRAP_RESAMPLES = 300
@@ -51,6 +52,8 @@ def bootstrap_headline(run: Run, key: str = "overall") -> tuple[float, float] | 
 def bootstrap_intervals(run: Run) -> Intervals:
     """The interval of every numeric score of the run, from one set of seeded draws. Empty when the
     records or the protocol are unavailable."""
+    import numpy as np  # here, not above: `umni view` starts without numpy (it reads stored intervals)
+
     from umni.protocols.protocol import get_protocol
 
     records = run.records()
@@ -95,6 +98,8 @@ def bootstrap_intervals(run: Run) -> Intervals:
 
 def _per_case_means(per_case: list[dict[str, float]], draws: np.ndarray) -> tuple[list[str], np.ndarray]:
     """Per resample, the mean of each score over the drawn cases, each case scored alone."""
+    import numpy as np
+
     keys = sorted({k for case in per_case for k in case})
     values = np.array([[case.get(k, math.nan) for k in keys] for case in per_case]).reshape(len(per_case), len(keys))
     present = ~np.isnan(values)
@@ -108,6 +113,8 @@ def _per_case_means(per_case: list[dict[str, float]], draws: np.ndarray) -> tupl
 def _percentiles(keys: list[str], stats: np.ndarray) -> Intervals:
     """Each key's 2.5 and 97.5 percentiles over the resamples where it had a value; None for a key
     defined in fewer than half of them."""
+    import numpy as np
+
     out: Intervals = {}
     if not keys:
         return out

@@ -1,6 +1,7 @@
-"""GIR-Bench's tables, three decimals. Paper layout: the paper's Table 2 (GIR-Bench-T2I and
-GIR-Bench-Edit, three tasks and an Overall each, sudoku as Visual Logic), then the task table (the
-Uni tasks have no paper-layout table here yet). Tidy layout: the task table alone."""
+"""GIR-Bench's tables, three decimals. Paper layout: the paper's Table 1 (GIR-Bench-Uni: image
+understanding and image generation, each by Zoology, Botany and Geography with an Overall), its
+Table 2 (GIR-Bench-T2I and GIR-Bench-Edit, three tasks and an Overall each, sudoku as Visual
+Logic), then the task table. Tidy layout: the task table alone."""
 
 from __future__ import annotations
 
@@ -12,6 +13,9 @@ from umni.reporting.tables import Cell, Table
 PAPER_GROUPS = [("GIR-Bench-T2I", ["numerical", "spatial", "text"]), ("GIR-Bench-Edit", ["puzzle", "sudoku", "perception"])]
 PAPER_NAMES = {"numerical": "Numerical Reasoning", "spatial": "Spatial Layout", "text": "Text Rendering", "puzzle": "Visual Puzzle",
                "sudoku": "Visual Logic", "perception": "Reasoning Perception", "overall": "Overall"}
+#: The paper's Table 1: each side of GIR-Bench-Uni by the entities' domain, then its Overall.
+UNI_SIDES = [("Image Understanding", "understanding"), ("Image Generation", "generation")]
+UNI_DOMAINS = ["Zoology", "Botany", "Geography"]
 #: GIR-Bench metric keys as the paper's table groups them (Uni, T2I, Edit).
 TASKS = {
     "uni_understanding": "Uni understanding", "uni_generation": "Uni generation",
@@ -45,6 +49,28 @@ def tasks_table(runs: list[Run], with_ci: bool) -> Table:
                       note="Overall averages the tasks that were run (scores.overall_of)")
 
 
+def uni_table(runs: list[Run], with_ci: bool) -> Table | None:
+    """Table 1, for runs that ran a Uni task (none otherwise); a side a run did not run reads "—"
+    as the paper's dash."""
+    if not any(run.summary["scores"].get("uni") for run in runs):
+        return None
+
+    def cells(run: Run) -> list[Cell]:
+        uni = run.summary["scores"].get("uni") or {}
+        out: list[Cell] = []
+        for _, side in UNI_SIDES:
+            values = uni.get(side) or {}
+            out += [score(run, f"uni/{side}/{domain}", values.get(domain), with_ci=with_ci, decimals=3) for domain in UNI_DOMAINS]
+            out.append(score(run, f"uni/{side}/overall", values.get("overall"), with_ci=with_ci, decimals=3))
+        return out
+
+    columns = [*UNI_DOMAINS, "Overall"] * len(UNI_SIDES)
+    table = rows_table("GIR-Bench · Uni (paper Table 1)", "girbench", runs, columns, cells, sort_on=7,
+                       note="each side's Overall is the mean of its domain scores")
+    table.groups = [[name, len(UNI_DOMAINS) + 1] for name, _ in UNI_SIDES]
+    return table
+
+
 def paper(runs: list[Run], with_ci: bool) -> list[Table]:
     def cells(run: Run) -> list[Cell]:
         out: list[Cell] = []
@@ -64,7 +90,8 @@ def paper(runs: list[Run], with_ci: bool) -> list[Table]:
     t2i_edit = rows_table("GIR-Bench · T2I and Edit (paper Table 2)", "girbench", runs, columns, cells, sort_on=7,
                           note="each group's Overall is the mean of its three tasks, as in the paper's table")
     t2i_edit.groups = [[name, len(keys) + 1] for name, keys in PAPER_GROUPS]
-    return [t2i_edit, tasks_table(runs, with_ci)]
+    uni = uni_table(runs, with_ci)
+    return [*([uni] if uni is not None else []), t2i_edit, tasks_table(runs, with_ci)]
 
 
 def tidy(runs: list[Run], with_ci: bool) -> list[Table]:
