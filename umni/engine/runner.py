@@ -25,7 +25,7 @@ from typing import Any
 import anyio
 
 from umni.backends.bindings import Bindings
-from umni.backends.contract import Backend, start_backends
+from umni.backends.contract import Backend
 from umni.engine.failures import KEY_FAULTS, failed, failure, one_error, unkeyable
 from umni.engine.kinds import Kind, KindContext, RunStats, Services, get_kind
 from umni.engine.kinds.base import MIN_IMAGE_SIDE, check_usage
@@ -117,6 +117,14 @@ class LanePool:
         return self._lanes[id(backend)]
 
 
+class _StartFailed(Exception):
+    """A backend's start failed at its first node: the run's error (raised as the backend's own)."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
 class Runner:
     """Runs case graphs against bound backends, with a shared cache.
 
@@ -165,8 +173,9 @@ class Runner:
 
     # ------------------------------------------------------------------ public
     async def run(self, jobs: Iterable[CaseJob], on_case_done: CaseDone | None = None) -> RunStats:
-        """Run every case; `on_case_done` is called as each case's last node finishes."""
-        await start_backends(self.bindings.unique())
+        """Run every case; `on_case_done` is called as each case's last node finishes. A backend
+        starts (loads its weights, opens its connections) when its first node misses the cache, not
+        before: a rerun whose nodes are all cached, or a swap of one role, loads no other model."""
         self._active = 0
         self._admitting = False
         self._on_done = on_case_done
@@ -177,6 +186,9 @@ class Runner:
         try:
             await self._tasks.run(self._admit_until_all_close)
         except BaseExceptionGroup as group:
+            start = next((e for e in group.exceptions if isinstance(e, _StartFailed)), None)
+            if start is not None:  # as a start before the run raised it: the backend's own error
+                raise start.error from None
             raise one_error(group) from None
         return self.stats
 
@@ -350,7 +362,13 @@ class Runner:
         self, run: _CaseRun, node: Node, key: str, kind: Kind, backend: Backend | None, policy: CachePolicy
     ) -> Callable[[], Coroutine[Any, Any, None]] | None:
         """Run the node's kind (in its lane); a failure finishes the node here, an output is handed
-        back as the step that stores it, to run once the lane's slot is free."""
+        back as the step that stores it, to run once the lane's slot is free. The backend starts at
+        its first node; a failure to start is the run's error, not this node's."""
+        if backend is not None:
+            try:
+                await backend.ensure_started()
+            except Exception as exc:
+                raise _StartFailed(exc) from exc
         self.progress.bump("running")
         started = time.monotonic()
         ctx = KindContext(node, backend, run.outcomes, self._services, run.job.case_id)
