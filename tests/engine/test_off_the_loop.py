@@ -99,3 +99,39 @@ def test_images_a_node_reads_are_decoded_off_the_event_loop(tmp_path: Path, monk
     second = anyio.run(Runner(Bindings({r: backend for r in roles}), cache).run_graph, g2)
     assert second["draw"].status == "cached" and second["q1"].status == "computed"
     assert decoded_on and threading.main_thread().name not in decoded_on
+
+
+class RemoteLikeBlobs(BlobStore):
+    """A folder store that declares its checks network calls (as the S3 store does), and records
+    which thread asks for them."""
+
+    inline_checks = False
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        self.checked_on: list[str] = []
+
+    def verify(self, sha256: str) -> bool:
+        self.checked_on.append(threading.current_thread().name)
+        return super().verify(sha256)
+
+
+def test_a_cache_hit_checks_a_remote_blob_off_the_event_loop(tmp_path: Path) -> None:
+    """With S3 blobs each hit's image check is a HEAD (or a download) on the network: made on the
+    event loop it held up every other node for its round trip."""
+    backend = ScriptedBackend()
+    roles = ("generate", "understand")
+    cache = Cache(tmp_path)
+
+    def graph() -> Graph:
+        g = Graph("c")
+        drawn = g.generate("draw", ["a cube"])
+        g.answer("q", [drawn, "colour?"], ["red", "blue"])
+        return g
+
+    anyio.run(Runner(Bindings({r: backend for r in roles}), cache).run_graph, graph())
+    cache.blobs = remote = RemoteLikeBlobs(cache.blobs.root)
+    again = anyio.run(Runner(Bindings({r: backend for r in roles}), cache).run_graph, graph())
+    assert [again[n].status for n in ("draw", "q")] == ["cached", "cached"]
+    assert remote.checked_on and threading.main_thread().name not in remote.checked_on
+    assert backend.calls == {"generate": 1, "choose": 1}

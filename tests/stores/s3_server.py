@@ -36,17 +36,24 @@ def _free_port() -> int:
 
 
 def _drop_torn_entry(recording: Path) -> int:
-    """Keep the recorded requests a SIGKILL left whole, and return how many there are. moto writes an
-    entry and its newline in two calls, so a kill between or inside them leaves a torn last line
-    (replaying it fails with a 500); that request was never answered, as a real store loses an
-    unacknowledged write."""
-    entries = []
-    for line in recording.read_text().splitlines(keepends=True):
+    """Rewrite the recording as one whole request per line, without the one a SIGKILL tore, and
+    return how many there are. moto appends an entry and then its newline in two writes, from
+    several threads at once, so entries may run together on one line, and a kill may cut the last
+    one short (replaying such a file fails with a 500). The torn request was never answered, as a
+    real store loses an unacknowledged write."""
+    text, decoder = recording.read_text(), json.JSONDecoder()
+    entries: list[str] = []
+    at = 0
+    while True:
+        while at < len(text) and text[at].isspace():
+            at += 1
+        if at == len(text):
+            break
         try:
-            json.loads(line)
+            entry, at = decoder.raw_decode(text, at)
         except ValueError:
             break
-        entries.append(line if line.endswith("\n") else line + "\n")
+        entries.append(json.dumps(entry) + "\n")
     recording.write_text("".join(entries))
     return len(entries)
 

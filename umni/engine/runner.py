@@ -306,14 +306,20 @@ class Runner:
         return _Lookup(key, policy.read, functools.partial(self._settle, run, node, key, kind, backend, policy))
 
     async def _look_up(self, run: _CaseRun, node: Node, key: str, kind: Kind, backend: Backend | None, policy: CachePolicy) -> None:
-        """The cache lookup of a network store, off the scheduling path; then settle as `_start_node` does."""
+        """The cache lookup of a network store, off the scheduling path, with the hit's image checked
+        in a thread when the blob store is remote; then settle as `_start_node` does."""
         hit = await self.cache.lookup(key)
-        self._step(run, node.id, lambda: self._settle(run, node, key, kind, backend, policy, hit))
+        checked = hit is not None and not self.cache.blobs.inline_checks
+        if checked:
+            assert hit is not None
+            hit = hit if await anyio.to_thread.run_sync(self.inputs.blobs_present, hit) else None
+        self._step(run, node.id, lambda: self._settle(run, node, key, kind, backend, policy, hit, checked=checked))
 
     def _settle(self, run: _CaseRun, node: Node, key: str, kind: Kind, backend: Backend | None, policy: CachePolicy,
-                hit: dict[str, Any] | None) -> Outcome | None:
-        """After the lookup: a hit, a refusal (frozen role, another phase), shared work, or a lane slot."""
-        if hit is not None and self.inputs.blobs_present(hit):
+                hit: dict[str, Any] | None, *, checked: bool = False) -> Outcome | None:
+        """After the lookup: a hit, a refusal (frozen role, another phase), shared work, or a lane slot.
+        `checked`: the hit's image was already found in the blob store (`_look_up`)."""
+        if hit is not None and (checked or self.inputs.blobs_present(hit)):
             self.events.emit("node.cached", case=run.job.case_id, node=node.id, key=key)
             return Outcome(node.id, "cached", output=hit, fingerprint=kind.fingerprint(hit))
         if node.role in self.frozen_roles:

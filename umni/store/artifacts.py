@@ -221,6 +221,9 @@ class Blobs:
 
     #: Where the blobs live, as a user wrote it (messages, run.json).
     location: str
+    #: Whether `verify` is a local read, cheap enough for the scheduling path; a store on the
+    #: network says False, and the runner checks a cache hit's image in a worker thread instead.
+    inline_checks: bool = True
 
     def __init__(self) -> None:
         self._decoded: OrderedDict[str, Image.Image] = OrderedDict()  # recently opened images

@@ -61,14 +61,18 @@ class Cache:
                 implied = default_cache_dir() / "blobs"
             blobs = implied
         self.blobs = open_blobs(blobs)
-        #: whether a lookup is cheap enough to make on the scheduling path (SQLite: a local read);
-        #: a network store is read in a task instead (`lookup`), so it never holds up scheduling
-        self.inline_reads = bool(getattr(self.results, "inline_reads", False))
         #: stored with every result, never part of a key (see umni.stores.provenance)
         self.provenance = process_provenance()
         self._by_backend: dict[int, tuple[Any, dict[str, Any]]] = {}
 
     # -- async: what the runner calls, so a network store never stalls scheduling
+    @property
+    def inline_reads(self) -> bool:
+        """Whether a lookup is cheap enough to make on the scheduling path: a local row (SQLite) whose
+        image is checked locally. A network result store or blob store is read in a task instead
+        (`lookup`, and the image check in a thread), so it never holds up scheduling."""
+        return bool(getattr(self.results, "inline_reads", False)) and self.blobs.inline_checks
+
     async def lookup(self, key: str) -> dict[str, Any] | None:
         return await self.results.get(key)
 

@@ -40,6 +40,8 @@ QUERY_PARAMS = ("endpoint_url", "region")
 class S3Blobs(Blobs):
     """Content-addressed PNG blobs under ``s3://bucket/prefix``."""
 
+    inline_checks = False  # each check is a HEAD, the first one a download: never on the event loop
+
     def __init__(self, url: str, *, retries: int | None = None) -> None:
         super().__init__()
         parts = urlsplit(url)
