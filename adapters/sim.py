@@ -36,6 +36,7 @@ import json
 import math
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any, ClassVar
 
 import anyio
@@ -106,17 +107,32 @@ def _unit(*parts: object) -> float:
 
 
 def read_image(image: Image.Image) -> tuple[Scene, str]:
-    """The scene sim embedded in ``image`` or, failing that, what its pixels show; plus a key for hashing."""
+    """The scene sim embedded in ``image`` or, failing that, what its pixels show; plus a key for hashing.
+
+    The scene may be shared with other calls that read the same record: read it, or `merge` it
+    (which copies) before changing it."""
     raw = image.info.get(SCENE_KEY)
     if isinstance(raw, bytes):
         raw = raw.decode("utf-8", "replace")
     if isinstance(raw, str):
         try:
-            return Scene.from_json(raw), raw
+            return _recorded_scene(raw), raw
         except (ValueError, KeyError, TypeError):
             pass  # not a scene sim can read: fall back to the pixels
     scene, thumb = pixel_scene(image)
     return scene, "pixels:" + hashlib.blake2b(thumb, digest_size=16).hexdigest()
+
+
+@lru_cache(maxsize=1024)
+def _recorded_scene(raw: str) -> Scene:
+    """A scene record parsed once: every question about one image reads the same record, and
+    parsing it was a large share of the reference backend's time per answer."""
+    return Scene.from_json(raw)
+
+
+def _context(scenes: list[Scene]) -> Scene:
+    """The images' scenes as one context to read (not to change): one image's own scene, uncopied."""
+    return scenes[0] if len(scenes) == 1 else merge(scenes)
 
 
 def _split(parts: Sequence[Part]) -> tuple[list[str], list[Image.Image]]:
@@ -144,7 +160,7 @@ def score_options(scene: Scene, question: str, options: Sequence[str]) -> list[f
     question_words = content_stems(tokenize(question))
     best: dict[str, float] = {}
     for fact in scene.all_facts():
-        stems = content_stems(fact.words)
+        stems = _fact_stems(tuple(fact.words))
         if not stems:
             continue
         relevance = len(stems & question_words) / max(1, len(question_words))
@@ -163,6 +179,13 @@ def score_options(scene: Scene, question: str, options: Sequence[str]) -> list[f
         total = sum((0.3 if w in question_words else 1.0) * best.get(w, 0.0) for w in distinct)
         scores.append(total / math.sqrt(len(distinct)))
     return scores
+
+
+@lru_cache(maxsize=16384)
+def _fact_stems(words: tuple[str, ...]) -> frozenset[str]:
+    """A fact's content stems, worked out once: each image is asked several questions, and its
+    facts were stemmed again for every one of them."""
+    return frozenset(content_stems(words))
 
 
 def _seen_words(scenes: list[Scene]) -> set[str]:
@@ -313,7 +336,7 @@ class SimBackend(Backend):
         candidates = list(range(len(options)))
         mode = "guess"
         if read and self._reads(seed, question, keys):
-            scene = merge([scene for scene, _ in read])
+            scene = _context([scene for scene, _ in read])
             scores = score_options(scene, question, options)
             top = max(scores)
             if top > 0:

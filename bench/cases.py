@@ -21,8 +21,9 @@ def bundled_umnibench() -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def replicated_cases(n: int) -> list[dict[str, Any]]:
-    """`n` UmniBench cases: the bundled ones in turn, each copy with a new id and tagged instructions."""
+def replicated_cases(n: int, tag: str = "Copy") -> list[dict[str, Any]]:
+    """`n` UmniBench cases: the bundled ones in turn, each copy with a new id and tagged instructions
+    (another `tag` makes cases that share no node with these)."""
     base = bundled_umnibench()
     cases = []
     for index in range(n):
@@ -30,14 +31,14 @@ def replicated_cases(n: int) -> list[dict[str, Any]]:
         copy = index // len(base)
         case["id"] = f"{case['id']}-x{copy:05d}"
         for stage in STAGES:
-            case[stage]["instruction"] += f" (Copy {copy}.)"
+            case[stage]["instruction"] += f" ({tag} {copy}.)"
         cases.append(case)
     return cases
 
 
-def write_cases(path: Path, n: int) -> Path:
+def write_cases(path: Path, n: int, tag: str = "Copy") -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    lines = (json.dumps(case, ensure_ascii=False) for case in replicated_cases(n))
+    lines = (json.dumps(case, ensure_ascii=False) for case in replicated_cases(n, tag))
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
 

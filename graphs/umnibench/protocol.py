@@ -145,6 +145,12 @@ class UmniBench(Protocol[UmniCase, UmniOptions, UmniRecord, scoring.UmniScores])
     def summarize(self, records: list[UmniRecord], options: UmniOptions) -> scoring.UmniScores:
         return scoring.score(records, options.ability)
 
+    def tallies(self, record: UmniRecord, options: UmniOptions) -> dict[str, int]:
+        return scoring.case_tallies(record, options.ability)
+
+    def score_tallies(self, totals: Mapping[str, int], options: UmniOptions) -> scoring.UmniScores:
+        return scoring.score_tallies(totals, options.ability)
+
     def judgements(self, record: UmniRecord) -> dict[str, float | None]:
         """The per-case accuracy (0–100) over answered questions: what the paper correlates with people."""
         answered = [q["correct"] for q in record["questions"].values() if q["correct"] is not None]

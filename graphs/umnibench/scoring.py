@@ -10,7 +10,6 @@ came from a fixed module, is left out of the overall and domain scores.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from statistics import mean
 from typing import Any
@@ -47,33 +46,58 @@ def _pct(correct: int, answered: int) -> float | None:
     return round(100.0 * correct / answered, 4) if answered else None
 
 
-def score(records: Sequence[Mapping[str, Any]], ability: str = "full") -> UmniScores:
+def case_tallies(record: Mapping[str, Any], ability: str = "full") -> dict[str, int]:
+    """One case's counts: per question and per domain (scored stages only), how many answers were
+    right, how many were given and how many failed. Every score is a function of their sums."""
     stages_counted = SCORED_STAGES[ability]
-    tally: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])  # correct, answered, failed
-    domains: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
+    counts: dict[str, int] = {}
+    domain = record["domain"]
+    for qid, q in record["questions"].items():
+        correct = q["correct"]
+        keys = [f"question/{qid}"] + ([f"domain/{domain}"] if q["stage"] in stages_counted else [])
+        for key in keys:
+            if correct is None:
+                counts[f"{key}/failed"] = counts.get(f"{key}/failed", 0) + 1
+            else:
+                counts[f"{key}/correct"] = counts.get(f"{key}/correct", 0) + int(correct)
+                counts[f"{key}/answered"] = counts.get(f"{key}/answered", 0) + 1
+    return counts
+
+
+def score(records: Sequence[Mapping[str, Any]], ability: str = "full") -> UmniScores:
+    totals: dict[str, int] = {}
     for record in records:
-        for qid, q in record["questions"].items():
-            stage = q["stage"]
-            bucket = [tally[qid]] + ([domains[record["domain"]]] if stage in stages_counted else [])
-            for b in bucket:
-                if q["correct"] is None:
-                    b[2] += 1
-                else:
-                    b[0] += int(q["correct"])
-                    b[1] += 1
-    questions = {qid: _pct(*tally[qid][:2]) for stage in STAGES for qid in STAGE_QUESTIONS[stage]}
+        for key, count in case_tallies(record, ability).items():
+            totals[key] = totals.get(key, 0) + count
+    return score_tallies(totals, ability)
+
+
+def score_tallies(totals: Mapping[str, int], ability: str = "full") -> UmniScores:
+    """The scores of cases whose `case_tallies` sum to `totals`."""
+    stages_counted = SCORED_STAGES[ability]
+
+    def count(key: str) -> int:
+        return totals.get(key, 0)
+
+    questions = {
+        qid: _pct(count(f"question/{qid}/correct"), count(f"question/{qid}/answered"))
+        for stage in STAGES for qid in STAGE_QUESTIONS[stage]
+    }
     stages: dict[str, float | None] = {}
     for stage in STAGES:
         values = [v for q in STAGE_QUESTIONS[stage] if (v := questions[q]) is not None]
         stages[stage] = round(mean(values), 4) if values and stage in stages_counted else None
     included = [v for s in stages_counted for q in STAGE_QUESTIONS[s] if (v := questions[q]) is not None]
+    # a domain is listed when any of its questions in a scored stage was asked (answered or failed)
+    names = sorted({key[len("domain/"):key.rindex("/")] for key, n in totals.items()
+                    if n and key.startswith("domain/") and not key.endswith("/correct")})
     return UmniScores(
         overall=round(mean(included), 4) if included else None,
         stages=stages,
         questions=questions,
-        domains={d: _pct(c, a) for d, (c, a, _f) in sorted(domains.items())},
-        answered={qid: tally[qid][1] for qid in questions},
-        failed={qid: tally[qid][2] for qid in questions},
-        domain_answered={d: a for d, (_c, a, _f) in sorted(domains.items())},
-        domain_failed={d: f for d, (_c, _a, f) in sorted(domains.items())},
+        domains={d: _pct(count(f"domain/{d}/correct"), count(f"domain/{d}/answered")) for d in names},
+        answered={qid: count(f"question/{qid}/answered") for qid in questions},
+        failed={qid: count(f"question/{qid}/failed") for qid in questions},
+        domain_answered={d: count(f"domain/{d}/answered") for d in names},
+        domain_failed={d: count(f"domain/{d}/failed") for d in names},
     )

@@ -1,9 +1,18 @@
 """UmniBench scoring on hand-computed examples."""
 
-import pytest
+import json
+import random
+from statistics import mean
 
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from umni.reporting.intervals import bootstrap_intervals
+from umni.reporting.runset import Run
 from umni_graphs.umnibench.cases import STAGE_QUESTIONS
-from umni_graphs.umnibench.scoring import score
+from umni_graphs.umnibench.protocol import PROTOCOL
+from umni_graphs.umnibench.scoring import SCORED_STAGES, case_tallies, score, score_tallies
 
 STAGE_OF = {q: s for s, qs in STAGE_QUESTIONS.items() for q in qs}
 
@@ -56,3 +65,81 @@ def test_editing_only_omits_generation_stage():
     assert s["overall"] == pytest.approx(500 / 6, abs=1e-4)  # Q4..Q9: five of six right
     assert s["domains"]["Office"] == pytest.approx(500 / 6, abs=1e-4)
     assert s["questions"]["Q1"] == 0.0  # still shown per question
+
+
+# -- tallies: the scores as a function of summed per-case counts (issue 27: the bootstrap re-scored
+# -- every resample from its records, 300 times per run) ------------------------------------------
+
+def reference(records, ability):
+    """UmniBench's accuracies as the protocol states them, written plainly: per question over the
+    answered ones; a stage the mean of its questions; overall the mean of the scored stages'
+    questions; a domain pooled over its answered questions of scored stages."""
+    def pct(values):
+        return round(100.0 * sum(values) / len(values), 4) if values else None
+
+    scored = SCORED_STAGES[ability]
+    questions = {q: pct([r["questions"][q]["correct"] for r in records if r["questions"][q]["correct"] is not None])
+                 for q in STAGE_OF}
+    stages = {}
+    for stage, qs in STAGE_QUESTIONS.items():
+        values = [questions[q] for q in qs if questions[q] is not None]
+        stages[stage] = round(mean(values), 4) if values and stage in scored else None
+    included = [questions[q] for q in STAGE_OF if STAGE_OF[q] in scored and questions[q] is not None]
+    asked = {}
+    for r in records:
+        for q, item in r["questions"].items():
+            if STAGE_OF[q] in scored:
+                asked.setdefault(r["domain"], []).append(item["correct"])
+    return {
+        "overall": round(mean(included), 4) if included else None,
+        "stages": stages,
+        "questions": questions,
+        "domains": {d: pct([c for c in cs if c is not None]) for d, cs in sorted(asked.items())},
+        "domain_failed": {d: sum(c is None for c in cs) for d, cs in sorted(asked.items())},
+    }
+
+
+outcome = st.sampled_from([True, False, None])
+case = st.builds(
+    lambda domain, results: record(domain, results),
+    st.sampled_from(["Animal", "Plant", "Fluid/gas"]),
+    st.dictionaries(st.sampled_from(sorted(STAGE_OF)), outcome),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(case, max_size=8), st.sampled_from(sorted(SCORED_STAGES)))
+def test_scores_from_tallies_are_the_protocol_formula(records, ability):
+    got = score(records, ability)
+    want = reference(records, ability)
+    for field, value in want.items():
+        assert got[field] == value, field
+    totals: dict[str, int] = {}
+    for r in records:
+        for key, n in case_tallies(r, ability).items():
+            totals[key] = totals.get(key, 0) + n
+    assert score_tallies(totals, ability) == got
+
+
+def _write_run(path, records, ability):
+    path.mkdir()
+    (path / "summary.json").write_text(json.dumps({"protocol": "umnibench", "options": {"ability": ability}}))
+    with (path / "results.jsonl").open("w") as out:
+        for i, r in enumerate(records):
+            out.write(json.dumps({"case_id": f"c{i}", **r}) + "\n")
+    return Run(json.loads((path / "summary.json").read_text()), path)
+
+
+@pytest.mark.parametrize("ability", ["full", "editing"])
+def test_intervals_from_tallies_equal_intervals_from_resummarizing(tmp_path, monkeypatch, ability):
+    """The matrix path draws the same resamples and scores them with the same formula: every
+    interval is the one re-summarizing each resample's records gives."""
+    rng = random.Random(7)
+    records = [record(rng.choice(["Animal", "Plant", "Fluid/gas"]),
+                      {q: rng.choice([True, True, False, None]) for q in STAGE_OF}) for _ in range(40)]
+    run = _write_run(tmp_path / "run", records, ability)
+    fast = bootstrap_intervals(run)
+    monkeypatch.setattr(PROTOCOL, "tallies", lambda record, options: None)
+    slow = bootstrap_intervals(run)
+    assert fast == slow
+    assert sum(v is not None for v in fast.values()) >= 20  # questions, stages, overall, domains

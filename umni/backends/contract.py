@@ -122,6 +122,8 @@ class Backend:
 
     async def ensure_started(self) -> None:
         """`start()` once, however many runs share this instance (a sweep's runs do)."""
+        if self._started:  # the common case, every call after the first: no lock to take
+            return
         if self._start_lock is None:
             self._start_lock = anyio.Lock()
         async with self._start_lock:

@@ -31,7 +31,7 @@ from umni.engine.kinds import Kind, KindContext, RunStats, Services, get_kind
 from umni.engine.kinds.base import MIN_IMAGE_SIDE, check_usage
 from umni.engine.kinds.compute import json_output
 from umni.engine.kinds.inputs import InputReader
-from umni.engine.lanes import Lane
+from umni.engine.lanes import Lane, Place
 from umni.engine.readiness import blocked_by, gate, node_key_with
 from umni.graph.graph import Graph, Node
 from umni.graph.outcomes import CaseResult, Outcome, Status
@@ -365,7 +365,7 @@ class Runner:
 
     # ----------------------------------------------------------------- execution
     async def _execute(
-        self, run: _CaseRun, node: Node, key: str, kind: Kind, backend: Backend | None, policy: CachePolicy
+        self, run: _CaseRun, node: Node, key: str, kind: Kind, backend: Backend | None, policy: CachePolicy, place: Place
     ) -> Callable[[], Coroutine[Any, Any, None]] | None:
         """Run the node's kind (in its lane); a failure finishes the node here, an output is handed
         back as the step that stores it, to run once the lane's slot is free. The backend starts at
@@ -377,7 +377,7 @@ class Runner:
                 raise _StartFailed(exc) from exc
         self.progress.bump("running")
         started = time.monotonic()
-        ctx = KindContext(node, backend, run.outcomes, self._services, run.job.case_id)
+        ctx = KindContext(node, backend, run.outcomes, self._services, run.job.case_id, place)
         try:
             await self.inputs.decode_ahead(run.outcomes, node)
             output = (await kind.execute(ctx)).model_dump()

@@ -23,6 +23,7 @@ from tenacity import RetryCallState, Retrying, stop_after_attempt, stop_before_d
 
 from umni.backends.roles import Usage
 from umni.engine.kinds.inputs import InputReader
+from umni.engine.lanes import Place
 from umni.graph.nodes import ImageFile, Node, OutputType, Ref
 from umni.graph.outcomes import Outcome
 from umni.graph.params import NodeParams
@@ -86,9 +87,10 @@ def check_usage(usage: Usage) -> None:
 class KindContext:
     """One execution of one node: its inputs, its backend, and calls under its retry policy."""
 
-    __slots__ = ("node", "backend", "outcomes", "services", "retry", "calls", "case", "usage")
+    __slots__ = ("node", "backend", "outcomes", "services", "retry", "calls", "case", "usage", "place")
 
-    def __init__(self, node: Node, backend: Any, outcomes: Mapping[str, Outcome], services: Services, case: str = "") -> None:
+    def __init__(self, node: Node, backend: Any, outcomes: Mapping[str, Outcome], services: Services, case: str = "",
+                 place: Place | None = None) -> None:
         self.node = node
         self.backend = backend
         self.outcomes = outcomes
@@ -100,6 +102,9 @@ class KindContext:
         self.calls = 0
         #: what this node's accepted replies consumed (None: no reply reported usage)
         self.usage: Usage | None = None
+        #: the node's place in its backend's lane: given up while an output is stored, taken back
+        #: before another call
+        self.place = place
 
     # inputs ---------------------------------------------------------------
     def parts(self) -> list[str | Image.Image]:
@@ -137,6 +142,8 @@ class KindContext:
         machinery costs about 70 us a call); a retryable failure continues in `_retry`, which keeps
         the attempt numbers, waits and time budget of an uninterrupted tenacity loop."""
         role = self.node.role or "compute"
+        if self.place is not None and not self.place.held:
+            await self.place.reacquire()
         started = time.monotonic()
         try:
             reply = await self._counted(role, fn)
@@ -201,10 +208,14 @@ class KindContext:
         """Check and store a produced image. Encoding, hashing and writing the blob all run in a
         worker thread (Pillow, hashlib and file writes release the GIL), so neither a large image nor
         a slow disk holds up every other node; the node is done only once its blob is written. ``png`` (bytes already in
-        the stored encoding) is stored as it is, without decoding the image."""
+        the stored encoding) is stored as it is, without decoding the image. The node's place in its
+        backend's lane is given up first: storing is the engine's work, and the model can meanwhile
+        take its next request (a later `call` waits for a place again)."""
         if image is None or image.width < MIN_IMAGE_SIDE or image.height < MIN_IMAGE_SIDE:
             size = "no image" if image is None else f"{image.width}x{image.height}"
             raise DegenerateOutput(f"the model returned a degenerate image ({size}; need at least {MIN_IMAGE_SIDE}px a side)")
+        if self.place is not None:
+            self.place.release()  # the backend is done with this node: it can take the next request
         blobs = self.services.cache.blobs
         if png is not None:
             return await anyio.to_thread.run_sync(lambda: blobs.put_png(png, image.width, image.height))
