@@ -123,7 +123,7 @@ def read_image(image: Image.Image) -> tuple[Scene, str]:
     return scene, "pixels:" + hashlib.blake2b(thumb, digest_size=16).hexdigest()
 
 
-@lru_cache(maxsize=1024)
+@lru_cache(maxsize=256)
 def _recorded_scene(raw: str) -> Scene:
     """A scene record parsed once: every question about one image reads the same record, and
     parsing it was a large share of the reference backend's time per answer."""
@@ -181,7 +181,7 @@ def score_options(scene: Scene, question: str, options: Sequence[str]) -> list[f
     return scores
 
 
-@lru_cache(maxsize=16384)
+@lru_cache(maxsize=4096)
 def _fact_stems(words: tuple[str, ...]) -> frozenset[str]:
     """A fact's content stems, worked out once: each image is asked several questions, and its
     facts were stemmed again for every one of them."""

@@ -23,7 +23,8 @@ from .cases import write_cases
 
 REPO = Path(__file__).resolve().parents[1]
 TIME_RATIO_TARGET = 1.2
-RSS_TARGET_BYTES = 1 << 30
+#: Issue 27: a 20,000-case UmniBench run within 300 MiB (case set, records and finish included).
+RSS_TARGET_BYTES = 300 << 20
 
 
 def _peak_rss_bytes() -> int:
@@ -44,6 +45,9 @@ def _peak_rss_bytes() -> int:
 
 def child(cases_file: Path, workdir: Path) -> dict[str, Any]:
     from umni.run.evaluation import RunRequest, evaluate
+    from umni.util.memory import limit_malloc_arenas
+
+    limit_malloc_arenas()  # as `umni run` does at its start
 
     rss_before = _peak_rss_bytes()
     wall, cpu = time.perf_counter(), time.process_time()
@@ -96,8 +100,8 @@ def run(*, sizes: tuple[int, int]) -> dict[str, Any]:
         "sizes": results,
         "time_per_case_ratio": time_ratio,
         "peak_rss_mib_large": peak / 2**20,
-        "meets_target": time_ratio <= TIME_RATIO_TARGET and peak < RSS_TARGET_BYTES,
-        "target": f"ms/case at {large:,} <= {TIME_RATIO_TARGET} x ms/case at {small:,}; peak RSS at {large:,} < 1 GiB",
+        "meets_target": time_ratio <= TIME_RATIO_TARGET and peak <= RSS_TARGET_BYTES,
+        "target": f"ms/case at {large:,} <= {TIME_RATIO_TARGET} x ms/case at {small:,}; peak RSS at {large:,} <= {RSS_TARGET_BYTES >> 20} MiB",
     }
 
 

@@ -13,6 +13,7 @@ import sys
 from umni.cli.commands import COMMANDS
 from umni.cli.parser import EXIT_FAILURES, EXIT_INCOMPLETE, EXIT_INPUT, EXIT_OK, build_parser, invoked_as, parse_args
 from umni.util.errors import InputError, UmniError
+from umni.util.memory import limit_malloc_arenas
 from umni.util.secrets import scrub
 from umni.util.stopping import Terminated, on_sigterm
 
@@ -36,6 +37,7 @@ def _stopped(exc: KeyboardInterrupt) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    limit_malloc_arenas()  # before any thread: a long run's memory stays flat (`umni.util.memory`)
     with on_sigterm():  # SIGTERM (a scheduler's cancel, `kill`) stops the command as Ctrl-C does
         return _main(args)
 

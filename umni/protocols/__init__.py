@@ -11,8 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from umni.protocols.caseio import (
+        CompactCases,
         case_image_problems,
         confined_path,
+        each_result,
         field_errors,
         jsonl_lines,
         raise_if_any,
@@ -39,7 +41,9 @@ if TYPE_CHECKING:
 __all__ = [
     "case_image_problems",
     "CaseSet",
+    "CompactCases",
     "confined_path",
+    "each_result",
     "field_errors",
     "get_protocol",
     "jsonl_lines",
@@ -66,7 +70,7 @@ __all__ = [
 #: of case files or results (`umni.protocols.caseio`, say, which `umni view` needs at start) does not
 #: import the protocol contract, the graph and the backends with it.
 _HOME = {
-    **dict.fromkeys(["case_image_problems", "confined_path", "field_errors", "jsonl_lines", "raise_if_any", "read_json",
+    **dict.fromkeys(["CompactCases", "case_image_problems", "confined_path", "each_result", "field_errors", "jsonl_lines", "raise_if_any", "read_json",
                      "read_json_records", "read_jsonl", "read_results_jsonl", "validate_records", "validation_errors"], "caseio"),
     **dict.fromkeys(["CaseSet", "NoOptions", "Note", "Protocol", "Skipped", "View", "get_protocol", "known_protocols",
                      "node_status"], "protocol"),

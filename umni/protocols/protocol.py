@@ -19,7 +19,7 @@ dict (`scores_json` writes a dict as it is).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -60,7 +60,8 @@ class Note:
 @dataclass
 class CaseSet(Generic[CaseT]):
     path: Path
-    cases: list[CaseT]
+    #: a list, or a `CompactCases` (JSON Lines files) that makes each case when it is read
+    cases: Sequence[CaseT]
     skipped: list[Skipped] = field(default_factory=list)
     notes: list[Note] = field(default_factory=list)
 
@@ -205,6 +206,26 @@ def get_protocol(name: str) -> Protocol[Any, Any, Any, Any]:
         raise ConfigError(f"unknown protocol '{name}'; known protocols: {', '.join(sorted(found))}")
     obj = found[name].load()
     return obj() if isinstance(obj, type) else obj
+
+
+def gives_tallies(protocol: Protocol[Any, Any, Any, Any]) -> bool:
+    """Whether the protocol overrides `Protocol.tallies` (it may still give None for a record)."""
+    return type(protocol).tallies is not Protocol.tallies
+
+
+def sum_tallies(protocol: Protocol[Any, Any, Any, Any], records: Iterable[Any], options: Any) -> dict[str, int] | None:
+    """The records' tallies summed in one pass, or None when the protocol scores from records
+    (`records` is then not read at all) or gives a record no tallies."""
+    if not gives_tallies(protocol):
+        return None
+    totals: dict[str, int] = {}
+    for record in records:
+        tallies = protocol.tallies(record, options)
+        if tallies is None:
+            return None
+        for key, count in tallies.items():
+            totals[key] = totals.get(key, 0) + count
+    return totals
 
 
 def node_status(outcomes: Mapping[str, Outcome]) -> dict[str, dict[str, Any]]:

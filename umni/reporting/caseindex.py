@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from umni.reporting.leaderboard import write_run_tables
-from umni.store.artifacts import atomic_write_text
+from umni.store.artifacts import atomic_write_lines, atomic_write_text
 
 INDEX_FILE = "cases.index.json"
 SEARCH_FILE = "cases.search.txt"
@@ -128,9 +128,19 @@ def build_index(protocol: Any, results: Path) -> tuple[CaseIndex, list[str]]:
 
 
 def write_case_index(run_dir: Path, protocol: Any) -> Path:
-    """Write cases.index.json and cases.search.txt beside the run's results.jsonl (just written)."""
-    index, texts = build_index(protocol, run_dir / "results.jsonl")
-    atomic_write_text(run_dir / SEARCH_FILE, "".join(t + "\n" for t in texts))
+    """Write cases.index.json and cases.search.txt beside the run's results.jsonl (just written),
+    the search lines as each record is read (all of them at once outgrew a 20,000-case run)."""
+    results = run_dir / "results.jsonl"
+    entries: list[list[Any]] = []
+
+    def search_lines() -> Iterator[str]:
+        for offset, line in _lines(results):
+            record = json.loads(line)
+            entries.append(entry(protocol, record, offset, len(line)))
+            yield search_text(record) + "\n"
+
+    atomic_write_lines(run_dir / SEARCH_FILE, search_lines())
+    index = CaseIndex(entries, results.stat().st_size)
     path = run_dir / INDEX_FILE
     atomic_write_text(path, json.dumps(index.to_json(), ensure_ascii=False, separators=(",", ":")))
     return path

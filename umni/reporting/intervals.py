@@ -20,7 +20,8 @@ leaderboards and the viewer read them instead of re-scoring.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from array import array
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from umni.protocols.scores import scores_json
@@ -58,37 +59,44 @@ def bootstrap_intervals(run: Run) -> Intervals:
     records or the protocol are unavailable."""
     import numpy as np  # here, not above: `umni view` starts without numpy (it reads stored intervals)
 
-    from umni.protocols.protocol import get_protocol
+    from umni.protocols.protocol import get_protocol, gives_tallies
 
-    records = run.records()
-    if len(records) < 2:
-        return {}
     try:
         protocol = get_protocol(run.summary["protocol"])
         options = protocol_options(protocol, run.summary.get("options", {}))
     except Exception:  # an unknown or changed protocol: no interval rather than a wrong one
         return {}
-    n = len(records)
-    draws = np.random.default_rng(BOOTSTRAP_SEED).integers(0, n, (BOOTSTRAP_RESAMPLES, n))
 
     def numbers(scores: Any) -> dict[str, float]:
         flat = flatten_scores(scores_json(scores))
         return {k: v for k, value in flat.items() if (v := as_number(value)) is not None}
 
-    tallies = _tallies(protocol, records, options)
-    if tallies is not None:  # scores from summed counts: a resample is a matrix product away
-        names = sorted({k for case in tallies for k in case})
-        per_case = np.array([[case.get(k, 0) for k in names] for case in tallies], dtype=np.int64).reshape(n, len(names))
-        totals = _draw_counts(draws, n).astype(np.int64) @ per_case
-        single = [numbers(protocol.score_tallies(case, options)) for case in tallies]
-        resamples = (numbers(protocol.score_tallies(dict(zip(names, row)), options)) for row in totals.tolist())
-    else:
-        single = [_scored_alone(protocol, record, options, numbers) for record in records]
-        resamples = (numbers(protocol.summarize_resample([records[j] for j in idx], options)) for idx in draws)
-    support: dict[str, int] = {}
-    for case in single:
-        for key in case:
+    tallied = _tally_matrix(protocol, run.each_record(), options) if gives_tallies(protocol) else None
+    records: list[dict[str, Any]] = [] if tallied is not None else run.records()
+    n = tallied[1].shape[0] if tallied is not None else len(records)
+    if n < 2:
+        return {}
+    # int32 draws are the same numbers as the default int64 ones (one bounded 32-bit stream), in half the memory
+    draws = np.random.default_rng(BOOTSTRAP_SEED).integers(0, n, (BOOTSTRAP_RESAMPLES, n), dtype=np.int32)
+    support: dict[str, int] = {}  # how many cases, each scored alone, give each score a value
+
+    def supported(scores: dict[str, float]) -> dict[str, float]:
+        for key in scores:
             support[key] = support.get(key, 0) + 1
+        return scores
+
+    single: list[dict[str, float]] = []
+    if tallied is not None:  # scores from summed counts: each resample is a product of draw counts and tallies
+        names, per_case = tallied
+        for row in per_case:
+            supported(numbers(protocol.score_tallies(dict(zip(names, row.tolist())), options)))
+        resamples = (
+            numbers(protocol.score_tallies(dict(zip(names, (np.bincount(idx, minlength=n) @ per_case).tolist())), options))
+            for idx in draws
+        )
+    else:
+        single = [supported(_scored_alone(protocol, record, options, numbers)) for record in records]
+        resamples = (numbers(protocol.summarize_resample([records[j] for j in idx], options)) for idx in draws)
     try:
         keys: list[str] = []
         columns: dict[str, list[float]] = {}
@@ -104,13 +112,32 @@ def bootstrap_intervals(run: Run) -> Intervals:
     return {k: v if support.get(k, 0) >= MIN_INTERVAL_CASES else None for k, v in _percentiles(keys, stats).items()}
 
 
-def _tallies(protocol: Any, records: list[dict[str, Any]], options: Any) -> list[dict[str, int]] | None:
-    """Every case's tallies, or None when the protocol scores from records (or fails on one)."""
+def _tally_matrix(protocol: Any, records: Iterable[dict[str, Any]], options: Any) -> tuple[list[str], np.ndarray] | None:
+    """Every case's tallies as one integer matrix (cases x sorted names), read one record at a time;
+    None when the protocol gives a record no tallies (or fails on one): then it scores from records."""
+    import numpy as np
+
+    columns: dict[str, int] = {}
+    rows, cols, counts = array("q"), array("q"), array("q")  # a few dozen cells a case, 8 bytes each
+    cases = 0
     try:
-        tallies = [protocol.tallies(record, options) for record in records]
+        for case, record in enumerate(records):
+            tallies = protocol.tallies(record, options)
+            if tallies is None:
+                return None
+            for name, count in tallies.items():
+                rows.append(case)
+                cols.append(columns.setdefault(name, len(columns)))
+                counts.append(count)
+            cases = case + 1
     except Exception:
         return None
-    return tallies if all(t is not None for t in tallies) else None
+    names = sorted(columns)
+    order = np.array([names.index(name) for name in columns], dtype=np.int64)  # first-seen column -> sorted column
+    matrix = np.zeros((cases, len(names)), dtype=np.int64)
+    if cases and names:
+        np.add.at(matrix, (np.frombuffer(rows, dtype=np.int64), order[np.frombuffer(cols, dtype=np.int64)]), np.frombuffer(counts, dtype=np.int64))
+    return names, matrix
 
 
 def _scored_alone(protocol: Any, record: dict[str, Any], options: Any, numbers: Callable[[Any], dict[str, float]]) -> dict[str, float]:

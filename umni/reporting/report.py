@@ -8,6 +8,7 @@ disk without a server and stays small. All model and case text is HTML-escaped b
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ from PIL import Image
 
 from umni.protocols.protocol import Protocol, View
 from umni.reporting.format import format_cell
-from umni.store.artifacts import Blobs, atomic_write_text
+from umni.store.artifacts import Blobs, atomic_write_lines
 
 THUMB_SIDE = 384
 
@@ -44,8 +45,23 @@ def export_image(out: Path, sha: str, blobs: Blobs) -> str | None:
     return f"thumbs/{sha}.png"
 
 
-def write_report(out: Path, protocol: Protocol[Any], summary: dict[str, Any], records: list[dict[str, Any]], blobs: Blobs) -> Path:
-    cases = []
+def write_report(out: Path, protocol: Protocol[Any], summary: dict[str, Any], records: Iterable[dict[str, Any]], blobs: Blobs) -> Path:
+    """Render report.html as it is written, one case at a time: a 20,000-case page is never held
+    whole in memory, nor are its records."""
+    from umni.reporting.leaderboard import build_tables, run_coverage
+
+    coverage, failed = run_coverage(summary)
+    scored = build_tables([summary], with_ci=False, layout="tidy")  # the leaderboard's: answered/total beside each score
+    chunks = _env.get_template("report.html.j2").generate(
+        summary=summary, tables=protocol.tables(summary), scored=scored, cases=_cases(out, protocol, records, blobs),
+        protocol=protocol, coverage=coverage, failed_nodes=failed,
+    )
+    path = out / "report.html"
+    atomic_write_lines(path, _whole_lines(chunks))
+    return path
+
+
+def _cases(out: Path, protocol: Protocol[Any], records: Iterable[dict[str, Any]], blobs: Blobs) -> Iterator[dict[str, Any]]:
     for record in records:
         views: list[View] = protocol.views(record)
         panels = []
@@ -54,14 +70,22 @@ def write_report(out: Path, protocol: Protocol[Any], summary: dict[str, Any], re
             full = f"images/{view.image}.png" if src else None
             panels.append({"view": view, "src": src, "full": full})
         failures = [{"node": nid, **node["failure"]} for nid, node in sorted(record.get("nodes", {}).items()) if "failure" in node]
-        cases.append({"record": record, "panels": panels, "failures": failures})
-    from umni.reporting.leaderboard import build_tables, run_coverage
+        yield {"record": record, "panels": panels, "failures": failures}
 
-    coverage, failed = run_coverage(summary)
-    scored = build_tables([summary], with_ci=False, layout="tidy")  # the leaderboard's: answered/total beside each score
-    html = _env.get_template("report.html.j2").render(
-        summary=summary, tables=protocol.tables(summary), scored=scored, cases=cases, protocol=protocol, coverage=coverage, failed_nodes=failed
-    )
-    path = out / "report.html"
-    atomic_write_text(path, html)
-    return path
+
+def _whole_lines(chunks: Iterable[str], size: int = 1 << 16) -> Iterator[str]:
+    """The rendered text in pieces of about `size` characters that end at a line's end, so each
+    piece is scrubbed of credentials as the whole text would be (none spans a line)."""
+    pending: list[str] = []
+    held = 0
+    for chunk in chunks:
+        pending.append(chunk)
+        held += len(chunk)
+        if held >= size:
+            text = "".join(pending)
+            cut = text.rfind("\n") + 1
+            if cut:
+                yield text[:cut]
+                pending, held = [text[cut:]], len(text) - cut
+    if pending:
+        yield "".join(pending)

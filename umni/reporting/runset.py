@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from umni.protocols.caseio import read_json, read_results_jsonl
+from umni.protocols.caseio import each_result, read_json
 from umni.reporting.tables import Cell
 from umni.store.completion import is_complete, require_complete
 from umni.util.errors import InputError
@@ -38,9 +38,13 @@ class Run:
             self.intervals = read_stored_intervals(self.path)
 
     def records(self) -> list[dict[str, Any]]:
+        return list(self.each_record())
+
+    def each_record(self) -> Iterator[dict[str, Any]]:
+        """The run's records one at a time, as results.jsonl holds them (none without one)."""
         if self.path is None or not (self.path / "results.jsonl").exists():
-            return []
-        return read_results_jsonl(self.path / "results.jsonl")
+            return iter(())
+        return each_result(self.path / "results.jsonl")
 
     def seed(self) -> Any:
         manifest = self.path / "run.json" if self.path else None

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +22,7 @@ from umni.engine.runner import CaseJob, LanePool, Runner
 from umni.engine.transcript import case_transcript
 from umni.graph.graph import Graph, ImageFile
 from umni.graph.outcomes import Outcome
+from umni.protocols.caseio import pick
 from umni.protocols.protocol import CaseSet, Protocol, get_protocol
 from umni.reporting.pricing import default_price_file, estimate, load_prices
 from umni.run.config import RunConfig, RunRequest  # noqa: F401 - RunRequest: the old name, still importable here
@@ -71,7 +72,7 @@ def _files_fingerprint(path: Path, referenced: set[Path] = frozenset()) -> str: 
     return fingerprint({"files": own, "referenced": outside})
 
 
-def _referenced_files(protocol: Protocol[Any, Any, Any, Any], cases: list[Any], options: Any) -> set[Path]:
+def _referenced_files(protocol: Protocol[Any, Any, Any, Any], cases: Sequence[Any], options: Any) -> set[Path]:
     """Every file the cases' graphs read (case images); a missing one is left to the node that reads it."""
     found: set[Path] = set()
     for case in cases:
@@ -147,35 +148,35 @@ async def evaluate_async(
         connect(request.ray)
     shard = parse_shard(request.shard) if request.shard else None
     out = shard.directory(Path(request.out)) if shard else Path(request.out)
-    cases = _cases_of(request, prepared, shard)
+    cases = _cases_of(request, prepared, shard)  # made one at a time as they are read (`CompactCases`)
     manifest = _manifest(request, prepared, cases, shard, lineage)
     price_file = request.prices or default_price_file()
     prices = load_prices(price_file) if price_file is not None else None  # a bad price file stops nothing midway
     with RunDir.open(out, manifest) as run_dir, _cache(request, cache) as store:
         started = time.time()
         done_before = run_dir.store.complete_ids()
-        by_id = {protocol.case_id(c): c for c in cases}
-        jobs = _jobs(prepared, by_id, done_before)
+        positions = {protocol.case_id(c): i for i, c in enumerate(cases)}
+        jobs = _jobs(prepared, cases, positions, done_before)
         run_dir.events.emit("run.start", protocol=protocol.name, bindings=bindings.specs(), cases=len(cases), resumed=len(done_before))
         runner = _runner(request, prepared, store, run_dir, lanes, frozen_roles, cases=len(cases), done=len(cases) - len(jobs))
         servers = ServerLog(run_dir.events, bindings.unique())
         try:
             with runner.progress, servers:
                 # a finished run starts no backend: resuming a done sweep loads no model
-                stats = await runner.run(jobs, _recorder(prepared, by_id, run_dir)) if jobs else runner.stats
+                stats = await runner.run(jobs, _recorder(prepared, cases, run_dir)) if jobs else runner.stats
         finally:
             if close_backends:
                 for backend in bindings.unique():
                     await backend.ensure_closed()
-        # the records as the summary and the report read them: without the viewer's transcripts,
-        # half a record's memory (results.jsonl, with them, is written from run.db row by row)
-        records = [_without_transcript(r) for r in run_dir.store.each_record() if r.get("case_id") in by_id]
+        # the records as the summary and the report read them, streamed from run.db on each reading
+        # and without the viewer's transcripts (results.jsonl, with them, is written row by row)
+        records = run_dir.store.records_of(positions.keys(), without=("transcript",))
         # nodes of cases finished by an earlier invocation count as reused (cached) work
         reused_nodes = sum(len(r.get("nodes", {})) for r in records if r["case_id"] in done_before)
         summary = build_summary(protocol, options, case_set, bindings, records, stats, reused_nodes, time.time() - started)
         servers.add_to(summary)
         _account(summary, prices, run_dir, lineage)
-        run_dir.finish(protocol, summary, records, store.blobs, cases=by_id.keys())
+        run_dir.finish(protocol, summary, records, store.blobs, cases=positions.keys())
         run_dir.events.emit("run.end", counts=summary["counts"], failures=summary["failures"])
     return RunResult(out, summary)
 
@@ -201,19 +202,16 @@ def has_work(request: RunConfig, prepared: Prepared) -> bool:
     return any(protocol.case_id(c) not in done for c in _cases_of(request, prepared, shard))
 
 
-def _without_transcript(record: dict[str, Any]) -> dict[str, Any]:
-    record.pop("transcript", None)
-    return record
-
-
-def _cases_of(request: RunConfig, prepared: Prepared, shard: Shard | None) -> list[Any]:
+def _cases_of(request: RunConfig, prepared: Prepared, shard: Shard | None) -> Sequence[Any]:
     """The cases this invocation is responsible for: the first --limit of the set, this shard's share."""
     protocol, _, case_set, _ = prepared
     cases = case_set.cases[: request.limit] if request.limit is not None else case_set.cases
-    return [c for c in cases if shard.holds(protocol.case_id(c))] if shard is not None else list(cases)
+    if shard is None:
+        return cases
+    return pick(cases, [i for i, c in enumerate(cases) if shard.holds(protocol.case_id(c))])
 
 
-def _manifest(request: RunConfig, prepared: Prepared, cases: list[Any], shard: Shard | None, lineage: dict[str, Any] | None) -> dict[str, Any]:
+def _manifest(request: RunConfig, prepared: Prepared, cases: Sequence[Any], shard: Shard | None, lineage: dict[str, Any] | None) -> dict[str, Any]:
     """run.json: the command that makes this run directory what it is."""
     protocol, options, case_set, bindings = prepared
     files = _files_fingerprint(case_set.path, _referenced_files(protocol, cases, options))
@@ -251,22 +249,23 @@ def _cache(request: RunConfig, shared: Cache | None) -> Iterator[Cache]:
         own.close()
 
 
-def _jobs(prepared: Prepared, by_id: dict[str, Any], done_before: set[str]) -> list[CaseJob]:
-    """One job per case not finished by an earlier invocation, in case-set order."""
+def _jobs(prepared: Prepared, cases: Sequence[Any], positions: dict[str, int], done_before: set[str]) -> list[CaseJob]:
+    """One job per case not finished by an earlier invocation, in case-set order; a job's position
+    is its case's index in `cases`, which makes the case when the runner admits it."""
     protocol, options, _, _ = prepared
-    return [
-        CaseJob(position, cid, functools.partial(protocol.build, case, options))
-        for position, (cid, case) in enumerate(by_id.items())
-        if cid not in done_before
-    ]
+
+    def build(position: int) -> Graph:
+        return protocol.build(cases[position], options)
+
+    return [CaseJob(position, cid, functools.partial(build, position)) for cid, position in positions.items() if cid not in done_before]
 
 
-def _recorder(prepared: Prepared, by_id: dict[str, Any], run_dir: RunDir) -> Callable[[CaseJob, Graph, dict[str, Outcome]], None]:
+def _recorder(prepared: Prepared, cases: Sequence[Any], run_dir: RunDir) -> Callable[[CaseJob, Graph, dict[str, Outcome]], None]:
     """What the runner calls as each case finishes: its record goes into run.db at once."""
     protocol, options, _, _ = prepared
 
     def case_done(job: CaseJob, graph: Graph, outcomes: dict[str, Outcome]) -> None:
-        record = protocol.record(by_id[job.case_id], outcomes, options)
+        record = protocol.record(cases[job.position], outcomes, options)
         record["transcript"] = case_transcript(graph, outcomes)  # for the viewer (results.jsonl); never in a cache key
         complete = all(o.status in ("computed", "cached", "skipped") for o in outcomes.values())
         run_dir.store.put(job.case_id, job.position, record, complete)

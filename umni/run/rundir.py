@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Container, Iterator
+from collections.abc import Container, Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
@@ -74,7 +74,7 @@ class RunDir:
             yield cls(path, store, events, extended)
 
     def finish(
-        self, protocol: Protocol[Any, Any, Any, Any], summary: dict[str, Any], records: list[dict[str, Any]], blobs: Blobs,
+        self, protocol: Protocol[Any, Any, Any, Any], summary: dict[str, Any], records: Iterable[dict[str, Any]], blobs: Blobs,
         *, cases: Container[str],
     ) -> None:
         """Write results.jsonl (the full records of `cases`, streamed from run.db), summary.json and

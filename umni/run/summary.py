@@ -5,13 +5,14 @@ over every invocation of a resumed run; `this_invocation` keeps the latest one's
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import asdict
 from typing import Any
 
 from umni.backends.bindings import Bindings
 from umni.engine.kinds import RunStats
 from umni.graph.outcomes import FAILURE_KINDS
-from umni.protocols.protocol import CaseSet, Protocol
+from umni.protocols.protocol import CaseSet, Protocol, sum_tallies
 from umni.protocols.scores import scores_json
 
 
@@ -44,15 +45,19 @@ def build_summary(
     options: Any,
     case_set: CaseSet[Any],
     bindings: Bindings,
-    records: list[dict[str, Any]],
+    records: Iterable[dict[str, Any]],
     stats: RunStats,
     reused_nodes: int,
     seconds: float,
 ) -> dict[str, Any]:
+    """summary.json. `records` may be read more than once (a run's are streamed from run.db, one
+    at a time on each pass: `umni.store.cache.StoredRecords`)."""
     failures: Counter[str] = Counter()
     statuses: Counter[str] = Counter()
     node_notes: Counter[str] = Counter()
+    cases = 0
     for record in records:
+        cases += 1
         for node in record.get("nodes", {}).values():
             statuses[node["status"]] += 1
             if "failure" in node:
@@ -60,7 +65,7 @@ def build_summary(
             for note in node.get("notes", ()):
                 node_notes[note.partition(":")[0].strip()] += 1
     counts = {
-        "cases": len(records),
+        "cases": cases,
         "nodes": sum(stats.statuses.values()) + reused_nodes,
         "computed": stats.statuses["computed"],
         "cached": stats.statuses["cached"] + reused_nodes,
@@ -94,9 +99,11 @@ def build_summary(
     }
 
 
-def _scores(protocol: Protocol[Any, Any, Any, Any], records: list[dict[str, Any]], options: Any, bindings: Bindings) -> dict[str, Any]:
-    """The protocol's scores as JSON; a judged protocol also names its judge there, pinned for leaderboards."""
-    scores = scores_json(protocol.summarize(records, options))
+def _scores(protocol: Protocol[Any, Any, Any, Any], records: Iterable[dict[str, Any]], options: Any, bindings: Bindings) -> dict[str, Any]:
+    """The protocol's scores as JSON; a judged protocol also names its judge there, pinned for leaderboards.
+    A protocol that scores from tallies is summed one record at a time; others get the list."""
+    totals = sum_tallies(protocol, records, options)
+    scores = scores_json(protocol.score_tallies(totals, options) if totals is not None else protocol.summarize(list(records), options))
     if "judge" in protocol.roles and scores.get("judge") is None:
         scores["judge"] = bindings.specs().get("judge")
     return scores
