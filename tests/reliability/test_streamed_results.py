@@ -105,3 +105,12 @@ def test_the_report_is_written_in_whole_lines_so_scrubbing_sees_each_credential_
     pieces = list(_whole_lines(iter(chunks), size=100))
     assert "".join(pieces) == "".join(chunks)
     assert len(pieces) > 10 and all(p.endswith("\n") for p in pieces[:-1])
+
+
+def test_an_unreadable_results_file_is_named(tmp_path: Path) -> None:
+    folder = tmp_path / "results.jsonl"
+    folder.mkdir()  # a folder where the file should be
+    with pytest.raises(InputError, match="results.jsonl: cannot read the file"):
+        list(each_result(folder))
+    with pytest.raises(InputError, match="file not found"):
+        list(each_result(tmp_path / "absent.jsonl"))

@@ -220,7 +220,7 @@ def each_jsonl_line(path: Path) -> Iterator[tuple[int, str]]:
                 yield number, line.removesuffix("\n").removesuffix("\r")
     except FileNotFoundError:
         raise InputError("file not found", path=path) from None
-    except IsADirectoryError as exc:
+    except OSError as exc:  # a folder, no permission, a failing disk: the user's to fix, named
         raise InputError(f"cannot read the file: {exc}", path=path) from None
 
 
