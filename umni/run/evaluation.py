@@ -172,7 +172,8 @@ async def evaluate_async(
         # and without the viewer's transcripts (results.jsonl, with them, is written row by row)
         records = run_dir.store.records_of(positions.keys(), without=("transcript",))
         # nodes of cases finished by an earlier invocation count as reused (cached) work
-        reused_nodes = sum(len(r.get("nodes", {})) for r in records if r["case_id"] in done_before)
+        # (a pass over run.db only when there are such cases)
+        reused_nodes = sum(len(r.get("nodes", {})) for r in records if r["case_id"] in done_before) if done_before else 0
         summary = build_summary(protocol, options, case_set, bindings, records, stats, reused_nodes, time.time() - started)
         servers.add_to(summary)
         _account(summary, prices, run_dir, lineage)
