@@ -21,8 +21,10 @@ computed is lost, and a resume once the server is back finishes it.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import os
+import weakref
 from collections.abc import Callable
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl, urlsplit
@@ -71,6 +73,7 @@ class S3Blobs(Blobs):
         if retries is not None:  # botocore's attempts per request (s3fs retries around them too)
             config["retries"] = {"max_attempts": retries, "mode": "standard"}
         self._fs = s3fs.S3FileSystem(client_kwargs=client, config_kwargs=config, skip_instance_cache=True)
+        _quiet_cut_off_requests(self._fs.loop)
         if retries is not None:
             self._fs.retries = retries
         self._verified: dict[str, str] = {}  # sha -> ETag of the object whose bytes were checked
@@ -160,3 +163,33 @@ class S3Blobs(Blobs):
             self._verified[sha256] = str(stored["ETag"]).strip('"')
         elif not self.verify(sha256):
             raise StorageError("a conflicting write left a damaged object under this image's name", path=self._where(sha256))
+
+
+def _quiet_cut_off_requests(loop: asyncio.AbstractEventLoop) -> None:
+    """Drop the network errors of tasks nobody awaits on s3fs's loop; pass on everything else.
+
+    aiohttp writes a request's body in a task of its own. When the server goes away mid-request,
+    the request itself fails, and umni reports that once as a StorageError, but the body task's
+    exception is never retrieved, so asyncio logged it with a traceback at some later moment: it
+    says nothing the run has not said. Set once on the loop (fsspec's one I/O loop for the process)."""
+    if loop in _QUIETED:
+        return
+    import aiohttp
+
+    previous = loop.get_exception_handler()
+
+    def handle(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        orphaned = context.get("message") == "Task exception was never retrieved"
+        if orphaned and isinstance(context.get("exception"), (aiohttp.ClientError, OSError, asyncio.TimeoutError)):
+            return
+        if previous is not None:
+            previous(loop, context)
+        else:
+            loop.default_exception_handler(context)
+
+    loop.set_exception_handler(handle)
+    _QUIETED.add(loop)
+
+
+#: The loops `_quiet_cut_off_requests` has set its handler on.
+_QUIETED: weakref.WeakSet[asyncio.AbstractEventLoop] = weakref.WeakSet()
