@@ -97,18 +97,24 @@ def test_retry_after_is_honoured_and_capped(tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("path", "failed_node", "blocked"),
-    [("/chat/completions", r"(generation|interaction|counterfactual)/Q\d", 0), ("/images/generations", "generation/image", 11)],
+    ("path", "passed", "failed_node", "blocked"),
+    [
+        ("/chat/completions", 0, r"(generation|interaction|counterfactual)/Q\d", 0),
+        ("/images/generations", 0, "generation/image", 11),
+        # The first request (always a case's first image: nothing else can start before one) passes,
+        # so the fault lands on a later one, usually not the first case's.
+        ("/images/generations", 1, "generation/image", 11),
+    ],
 )
-def test_permanent_error_is_not_retried_and_is_counted(tmp_path, baseline, path, failed_node, blocked):
-    """The server refuses its first request to `path`, whichever case's node sent it (cases run
-    side by side, so the first to arrive is not always the first case's)."""
+def test_permanent_error_is_not_retried_and_is_counted(tmp_path, baseline, path, passed, failed_node, blocked):
+    """The server refuses one request to `path`, whichever case's node sent it (cases run side by
+    side, so the first to arrive is not always the first case's)."""
     fault = Fault.bad_request("Invalid value for 'model': no such model", path=path)
-    with OpenAIStubServer(faults=[fault], responder=letter_by_hash) as server:
+    with OpenAIStubServer(faults=[None] * passed + [fault], responder=letter_by_hash) as server:
         result = run_against(server, tmp_path, "perm")
         calls = {p: server.count(p) for p in CALLS_PER_CASE}
     expected_calls = {p: CASES * n for p, n in CALLS_PER_CASE.items()}
-    if blocked:  # the first case's image failed, so nothing downstream of it was called
+    if blocked:  # one case's image failed, so nothing downstream of it was called
         expected_calls = {p: n - (CALLS_PER_CASE[p] if p != path else 0) for p, n in expected_calls.items()}
     assert calls == expected_calls  # exactly one request to `path` failed, and it was not repeated
 
@@ -125,14 +131,17 @@ def test_permanent_error_is_not_retried_and_is_counted(tmp_path, baseline, path,
     assert result.summary["counts"]["failed"] == 1
 
     # Every case the fault did not touch is exactly the fault-free record.
-    assert records[1:] == baseline[1:]
+    hit = records.index(record)
+    assert [r["case_id"] for r in records] == [r["case_id"] for r in baseline]
+    assert records[:hit] + records[hit + 1 :] == baseline[:hit] + baseline[hit + 1 :]
     if not blocked:
-        q1 = records[0]["questions"]["Q1"]
-        assert q1["correct"] is None and q1["failure"] == "backend"  # missing, not wrong
-        others = {k: v for k, v in records[0]["questions"].items() if k != "Q1"}
-        assert others == {k: v for k, v in baseline[0]["questions"].items() if k != "Q1"}
-        assert result.summary["scores"]["failed"]["Q1"] == 1
-        assert result.summary["scores"]["answered"]["Q1"] == CASES - 1
+        question = nid.split("/")[1]
+        answer = record["questions"][question]
+        assert answer["correct"] is None and answer["failure"] == "backend"  # missing, not wrong
+        others = {k: v for k, v in record["questions"].items() if k != question}
+        assert others == {k: v for k, v in baseline[hit]["questions"].items() if k != question}
+        assert result.summary["scores"]["failed"][question] == 1
+        assert result.summary["scores"]["answered"][question] == CASES - 1
 
 
 def test_a_server_that_never_recovers_costs_at_most_max_attempts(tmp_path):
