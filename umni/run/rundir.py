@@ -80,7 +80,7 @@ class RunDir:
         """Write results.jsonl (the full records of `cases`, streamed from run.db), summary.json and
         the report (from `records`), then clear the INCOMPLETE marker."""
         with storage_guard(self.path):  # the report's image copies too: a full disk is one StorageError
-            lines = (canonical_json(r) + "\n" for r in self.store.each_record() if r.get("case_id") in cases)
+            lines = (canonical_json(r) + "\n" for r in self.store.records_of(cases))
             atomic_write_lines(self.path / "results.jsonl", lines)
             atomic_write_text(self.path / "summary.json", json.dumps(summary, indent=2, ensure_ascii=False))
             write_report(self.path, protocol, summary, records, blobs)

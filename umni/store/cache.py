@@ -190,10 +190,6 @@ class RunStore:
                 (case_id, position, int(complete), text, row_checksum(case_id, position, int(complete), text)),
             )
 
-    def _rows(self) -> list[tuple[str, int, int, str]]:
-        """Every row, verified; one that fails its checksum stops everything, naming the file."""
-        return list(self._each_row())
-
     def _each_row(self) -> Iterator[tuple[str, int, int, str]]:
         """The rows in position order, each verified as it is read (a 20k-case run's records are
         never all in memory at once); one that fails its checksum raises, naming the file."""
@@ -209,7 +205,7 @@ class RunStore:
                 yield case_id, position, complete, record
 
     def complete_ids(self) -> set[str]:
-        return {case_id for case_id, _, complete, _ in self._rows() if complete}
+        return {case_id for case_id, _, complete, _ in self._each_row() if complete}
 
     # The command that made this run.db, kept inside it (not only in run.json beside it), so a
     # directory whose run.json was deleted cannot be resumed by another command.
@@ -251,7 +247,7 @@ class RunStore:
             return self.db.execute("SELECT 1 FROM cases LIMIT 1").fetchone() is not None
 
     def records(self) -> list[dict[str, Any]]:
-        return [json.loads(record) for *_, record in self._rows()]
+        return list(self.each_record())
 
     def each_record(self) -> Iterator[dict[str, Any]]:
         """The records one at a time, in position order, each verified as it is read."""
