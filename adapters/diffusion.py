@@ -49,11 +49,20 @@ from typing import Any, ClassVar
 from PIL import Image
 from pydantic import Field, PositiveInt, field_validator
 
-from umni.backends.contract import Backend, BackendParams
-from umni.backends.roles import EDIT, GENERATE, ImageReply, Part, Usage
-from umni.util.errors import BackendError, ConfigError, DegenerateOutput
-from umni.util.filehash import file_sha256
-from umni.util.spec import Spec
+from umni.plugin import (
+    EDIT,
+    GENERATE,
+    Backend,
+    BackendError,
+    BackendParams,
+    ConfigError,
+    DegenerateOutput,
+    ImageReply,
+    Part,
+    Spec,
+    Usage,
+    file_sha256,
+)
 
 from .batching import MicroBatcher
 from .local_models import DTYPE_ALIASES, ModelCache, choose_device, choose_dtype, probe_accelerators

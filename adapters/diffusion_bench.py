@@ -19,8 +19,7 @@ import anyio
 import numpy as np
 from PIL import Image
 
-from umni.backends.roles import GENERATE
-from umni.util.spec import Spec
+from umni.plugin import GENERATE, Spec
 
 from .diffusion import DiffusersBackend
 

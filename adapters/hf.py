@@ -41,21 +41,22 @@ import numpy as np
 from PIL import Image
 from pydantic import NonNegativeFloat, PositiveInt
 
-from umni.backends.contract import Backend, BackendParams
-from umni.backends.roles import (
+from umni.plugin import (
     DETECT,
     EMBED,
     GENERATE,
     JUDGE,
     UNDERSTAND,
+    Backend,
+    BackendParams,
     ChoiceReply,
+    ConfigError,
     Detection,
     ImageReply,
     Part,
+    Spec,
     TextReply,
 )
-from umni.util.errors import ConfigError
-from umni.util.spec import Spec
 
 from . import hf_loading
 from .batching import MicroBatcher

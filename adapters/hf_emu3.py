@@ -15,8 +15,7 @@ from typing import Any
 
 from PIL import Image
 
-from umni.backends.roles import Part, Usage
-from umni.util.errors import ConfigError
+from umni.plugin import ConfigError, Part, Usage
 
 from .hf_loading import LoadedModel
 from .hf_vlm import chat_messages

@@ -13,7 +13,7 @@ from typing import Any
 
 from PIL import Image
 
-from umni.backends.roles import Part, Usage
+from umni.plugin import Part, Usage
 
 from .hf_loading import LoadedModel
 from .hf_vlm import chat_messages

@@ -14,9 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from umni.backends.roles import DETECT, EMBED, GENERATE, JUDGE, UNDERSTAND
-from umni.util.errors import BackendError, ConfigError
-from umni.util.extras import missing_extra_hint
+from umni.plugin import DETECT, EMBED, GENERATE, JUDGE, UNDERSTAND, BackendError, ConfigError, missing_extra_hint
 
 from .local_models import (  # device, dtype and folder rules are shared with diffusers; re-exported
     ModelCache,

@@ -11,9 +11,12 @@ import math
 import re
 from collections.abc import Sequence
 
-from umni.backends.roles import Detection, option_letter
-from umni.util.choices import parse_choice  # the one multiple-choice reading, shared with every backend
-from umni.util.errors import ParseFailure
+from umni.plugin import (
+    Detection,
+    ParseFailure,
+    option_letter,
+    parse_choice,  # the one multiple-choice reading, shared with every backend
+)
 
 __all__ = ["ABSOLUTE_PIXEL_FAMILIES", "GRID", "choice_prompt", "grounding_prompt", "parse_choice", "parse_grounding"]
 

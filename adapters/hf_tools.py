@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from umni.backends.roles import Detection
+from umni.plugin import Detection
 
 from .hf_loading import LoadedModel
 

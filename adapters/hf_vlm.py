@@ -13,8 +13,7 @@ from typing import Any
 
 from PIL import Image
 
-from umni.backends.roles import ChoiceReply, Detection, Part, Usage, option_letter
-from umni.util.errors import BackendError
+from umni.plugin import BackendError, ChoiceReply, Detection, Part, Usage, option_letter
 
 from .hf_loading import LoadedModel
 from .hf_parsing import ABSOLUTE_PIXEL_FAMILIES, GRID, choice_prompt, grounding_prompt, parse_choice, parse_grounding

@@ -19,7 +19,7 @@ import anyio
 import httpx
 from PIL import Image
 
-from umni.util.errors import BackendError
+from umni.plugin import BackendError
 
 #: Largest response body read, in bytes (a 4096 x 4096 PNG as base64 JSON is about 60 MiB).
 DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024 * 1024

@@ -19,8 +19,7 @@ from collections.abc import Callable, Hashable, Iterable
 from pathlib import Path
 from typing import Generic, TypeVar
 
-from umni.util.errors import ConfigError
-from umni.util.filehash import file_sha256
+from umni.plugin import ConfigError, file_sha256
 
 __all__ = [
     "DTYPE_ALIASES",

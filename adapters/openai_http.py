@@ -76,21 +76,27 @@ import httpx
 from PIL import Image
 from pydantic import Field, Json, PositiveFloat, PositiveInt, field_validator
 
-from umni.backends.contract import Backend, BackendParams
-from umni.backends.roles import (
+from umni.plugin import (
     MODEL_ROLES,
+    Backend,
+    BackendError,
+    BackendParams,
     ChoiceReply,
+    ConfigError,
     ImageReply,
     Part,
+    Refusal,
     RequestOptions,
+    Spec,
     TextReply,
     Usage,
+    mask,
     option_letter,
+    parse_choice,
+    register_secret,
+    scrub,
+    truncate,
 )
-from umni.util.choices import parse_choice
-from umni.util.errors import BackendError, ConfigError, Refusal
-from umni.util.secrets import mask, register_secret, scrub, truncate
-from umni.util.spec import Spec
 
 from .endpoints import DEFAULT_COOL_OFF_S, Endpoint, Fleet, FleetDown, public_url
 from .http_limits import (

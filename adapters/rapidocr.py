@@ -20,10 +20,7 @@ import numpy as np
 from PIL import Image
 from pydantic import Field
 
-from umni.backends.contract import Backend, BackendParams
-from umni.backends.roles import OCR, OcrLine
-from umni.util.errors import BackendError, ConfigError
-from umni.util.spec import Spec
+from umni.plugin import OCR, Backend, BackendError, BackendParams, ConfigError, OcrLine, Spec
 
 MODELS = ("ppocr",)
 DEFAULT_MIN_CONFIDENCE = 0.5

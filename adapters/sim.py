@@ -43,20 +43,22 @@ import anyio
 from PIL import Image
 from pydantic import Field
 
-from umni.backends.contract import Backend, BackendParams
-from umni.backends.roles import (
+from umni.plugin import (
     EDIT,
     GENERATE,
     JUDGE,
     UNDERSTAND,
+    Backend,
+    BackendError,
+    BackendParams,
     ChoiceReply,
+    ConfigError,
     ImageReply,
     Part,
+    Spec,
     TextReply,
     Usage,
 )
-from umni.util.errors import BackendError, ConfigError
-from umni.util.spec import Spec
 
 from .sim_edits import apply_text
 from .sim_phrases import noun_phrases

@@ -1,17 +1,18 @@
 """umni: evaluate unified multimodal models as async graphs.
 
 The names most users need are importable from here (`from umni import evaluate, RunConfig, Graph`);
-they load on first use, so `import umni` (and the CLI's start-up) stays light. Everything else lives
-in one layered sub-package per responsibility (README "Architecture"): util, store, backends, graph,
-protocols, engine, reporting, run, and the CLI on top.
+they load on first use, so `import umni` (and the CLI's start-up) stays light. What a backend or a
+protocol needs is in the other public front, `umni.plugin`. Everything else lives in one layered
+sub-package per responsibility (util, store, backends, graph, protocols, engine, reporting, run, and
+the CLI on top), whose layout is not part of the public API.
 """
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from umni import _moved
+from umni.util.lazy import lazy_front
 from umni.util.version import __version__
 
 _moved.install()  # old flat import paths keep working, with a DeprecationWarning
@@ -82,14 +83,4 @@ if TYPE_CHECKING:
     from umni.util.policy import RetryPolicy as RetryPolicy
     from umni.util.spec import Spec as Spec
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'umni' has no attribute '{name}'")
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_front(__name__, _EXPORTS, globals())

@@ -42,7 +42,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from umni.protocols.caseio import confined_path, read_json, validate_records
+from umni.plugin import confined_path, read_json, validate_records
 
 TASKS = ("understanding", "generation", "editing", "interleaved")
 Task = Literal["understanding", "generation", "editing", "interleaved"]

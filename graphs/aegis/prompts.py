@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
 
-from umni.util.errors import ParseFailure
+from umni.plugin import ParseFailure
 
 from .cases import AegisCase
 

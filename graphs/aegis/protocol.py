@@ -35,13 +35,30 @@ from typing import Any, Literal, NotRequired, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from umni.backends.roles import EDIT, GENERATE, JUDGE, ROLE_INTERFACE, UNDERSTAND, Understander
-from umni.graph.graph import Graph, ImageFile, PromptPart, Ref
-from umni.graph.outcomes import Outcome
-from umni.protocols.caseio import shown_missing
-from umni.protocols.protocol import CaseSet, Note, Protocol, Skipped, View, node_status
-from umni.store.artifacts import check_image_file, encode_png, fingerprint
-from umni.util.errors import InputError
+from umni.plugin import (
+    EDIT,
+    GENERATE,
+    JUDGE,
+    ROLE_INTERFACE,
+    UNDERSTAND,
+    CaseSet,
+    Graph,
+    ImageFile,
+    InputError,
+    Note,
+    Outcome,
+    PromptPart,
+    Protocol,
+    Ref,
+    Skipped,
+    Understander,
+    View,
+    check_image_file,
+    encode_png,
+    fingerprint,
+    node_status,
+    shown_missing,
+)
 
 from . import prompts as P
 from . import scoring

@@ -36,7 +36,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from umni.protocols.scores import Number, Scores
+from umni.plugin import Number, Scores
 
 from .cases import CATEGORY_GROUP, DOMAIN_GROUPS, REASONING_TYPES, TASKS, AegisCase
 from .prompts import ChecklistVerdict

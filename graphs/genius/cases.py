@@ -35,8 +35,7 @@ from pydantic import (
     model_validator,
 )
 
-from umni.protocols.caseio import confined_path, read_json_records
-from umni.util.errors import InputError, InputErrors
+from umni.plugin import InputError, InputErrors, confined_path, read_json_records
 
 DIMENSIONS = ("implicit_pattern", "symbolic_constraint", "visual_constraint", "prior_conflicting", "multi_semantic")
 #: Dimensions whose records carry no vc_hint, hence no Visual Consistency score.

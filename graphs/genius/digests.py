@@ -14,7 +14,7 @@ from pathlib import Path
 
 from PIL import Image
 
-from umni.store.artifacts import check_image_file, encode_png
+from umni.plugin import check_image_file, encode_png
 
 
 def file_sha256(path: Path) -> str:

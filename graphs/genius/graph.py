@@ -47,9 +47,7 @@ from typing import Any
 
 from PIL import Image
 
-from umni.backends.roles import CRITIC, UNDERSTAND
-from umni.graph.graph import Graph, ImageFile, PromptPart, Ref
-from umni.store.artifacts import check_image_file
+from umni.plugin import CRITIC, UNDERSTAND, Graph, ImageFile, PromptPart, Ref, check_image_file
 
 from . import prompts as P
 from . import scoring

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from enum import Enum
 from pathlib import Path
 
-from umni.util.errors import InvalidAnswer, ParseFailure
+from umni.plugin import InvalidAnswer, ParseFailure
 
 from .cases import IMAGE_TAG, GeniusCase
 

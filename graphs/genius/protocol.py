@@ -17,10 +17,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from umni.backends.roles import GENERATE, JUDGE
-from umni.graph.graph import Graph
-from umni.graph.outcomes import Outcome
-from umni.protocols.protocol import CaseSet, Protocol, View
+from umni.plugin import GENERATE, JUDGE, CaseSet, Graph, Outcome, Protocol, View
 
 from .cases import GeniusRecord
 from .graph import GeniusHandles, build_case_graph

@@ -18,10 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypedDict
 
-from umni.graph.graph import Ref
-from umni.graph.outcomes import Outcome
-from umni.protocols.protocol import node_status
-from umni.util.errors import InputError
+from umni.plugin import InputError, Outcome, Ref, node_status
 
 from . import prompts as P
 from . import scoring

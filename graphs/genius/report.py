@@ -9,8 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from umni.backends.roles import GENERATE, option_letter
-from umni.protocols.protocol import View
+from umni.plugin import GENERATE, View, option_letter
 
 from .cases import DIMENSIONS, DIMENSIONS_WITHOUT_VC
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from statistics import fmean
 from typing import Any
 
-from umni.protocols.scores import Number, Scores
+from umni.plugin import Number, Scores
 
 from . import scoring
 from .cases import DIMENSIONS

@@ -9,9 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from umni.protocols.caseio import shown_missing
-from umni.protocols.protocol import CaseSet, Skipped
-from umni.util.errors import InputError
+from umni.plugin import CaseSet, InputError, Skipped, shown_missing
 
 from .cases import DATA_FILE, GeniusCase, load_dataset
 from .prompts import probe_choices

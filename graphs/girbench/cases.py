@@ -28,8 +28,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from umni.protocols.caseio import field_errors, raise_if_any, read_json, read_json_records
-from umni.util.errors import InputError
+from umni.plugin import InputError, field_errors, raise_if_any, read_json, read_json_records
 
 from .metrics import normalize_text
 from .validation import confined_path, is_image_file

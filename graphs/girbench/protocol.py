@@ -38,13 +38,29 @@ import numpy as np
 from PIL import Image
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from umni.backends.roles import DETECT, EDIT, EMBED, GENERATE, OCR, UNDERSTAND
-from umni.graph.graph import Graph, ImageFile, Ref
-from umni.graph.outcomes import Outcome, first_failure
-from umni.protocols.caseio import shown_missing
-from umni.protocols.protocol import CaseSet, Note, Protocol, Skipped, View, node_status
-from umni.protocols.scores import Number, Scores
-from umni.util.errors import InputError
+from umni.plugin import (
+    DETECT,
+    EDIT,
+    EMBED,
+    GENERATE,
+    OCR,
+    UNDERSTAND,
+    CaseSet,
+    Graph,
+    ImageFile,
+    InputError,
+    Note,
+    Number,
+    Outcome,
+    Protocol,
+    Ref,
+    Scores,
+    Skipped,
+    View,
+    first_failure,
+    node_status,
+    shown_missing,
+)
 
 from . import scoring
 from .cases import (

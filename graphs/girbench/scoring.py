@@ -18,7 +18,7 @@ import numpy as np
 from PIL import Image
 from scipy import linalg
 
-from umni.backends.roles import Detection, OcrLine
+from umni.plugin import Detection, OcrLine
 
 from .metrics import (
     count_labels,

@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from umni.protocols.caseio import confined_path as core_confined_path
-from umni.util.errors import InputError
+from umni.plugin import InputError
+from umni.plugin import confined_path as core_confined_path
 
 #: Image files a reference folder may hold (the official tooling globs the same suffixes).
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp")

@@ -14,11 +14,23 @@ from typing import Any, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from umni.backends.roles import EDIT, GENERATE, UNDERSTAND, option_letter
-from umni.graph.graph import Graph, Ref
-from umni.graph.outcomes import Outcome, failure_kind, ok_output, record_status
-from umni.protocols.caseio import read_jsonl
-from umni.protocols.protocol import CaseSet, Protocol, View, node_status
+from umni.plugin import (
+    EDIT,
+    GENERATE,
+    UNDERSTAND,
+    CaseSet,
+    Graph,
+    Outcome,
+    Protocol,
+    Ref,
+    View,
+    failure_kind,
+    node_status,
+    ok_output,
+    option_letter,
+    read_jsonl,
+    record_status,
+)
 
 from . import scoring
 from .cases import STAGE_QUESTIONS, STAGES, UmniCase

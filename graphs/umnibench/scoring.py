@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from statistics import mean
 from typing import Any
 
-from umni.protocols.scores import Number, Scores
+from umni.plugin import Number, Scores
 
 from .cases import STAGE_QUESTIONS, STAGES
 

@@ -27,8 +27,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
-from umni.protocols.caseio import read_json_records
-from umni.util.errors import InputError, InputErrors
+from umni.plugin import InputError, InputErrors, read_json_records
 
 Variant = Literal["legacy", "verified"]
 VARIANTS: tuple[Variant, ...] = ("legacy", "verified")

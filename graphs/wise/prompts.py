@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 import yaml
 
-from umni.util.errors import InputError, InvalidAnswer, ParseFailure
+from umni.plugin import InputError, InvalidAnswer, ParseFailure
 
 ANSWER_HEADING = "## Answer format"
 

@@ -33,11 +33,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
-from umni.backends.roles import GENERATE, JUDGE
-from umni.graph.graph import Graph, Ref
-from umni.graph.outcomes import Outcome
-from umni.protocols.protocol import CaseSet, Note, Protocol, View, node_status
-from umni.util.errors import InputError
+from umni.plugin import GENERATE, JUDGE, CaseSet, Graph, InputError, Note, Outcome, Protocol, Ref, View, node_status
 
 from . import prompts as P
 from . import scoring as S

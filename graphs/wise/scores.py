@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from umni.protocols.scores import Number, Scores
+from umni.plugin import Number, Scores
 
 #: One number per category (a mean, None where the category has no score).
 CategoryMeans = dict[str, Number | None]

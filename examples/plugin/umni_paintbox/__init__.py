@@ -13,10 +13,7 @@ from collections.abc import Sequence
 import anyio
 from PIL import Image
 
-from umni.backends.contract import Backend
-from umni.backends.roles import EDIT, GENERATE, ImageReply, Part, Usage
-from umni.util.errors import ConfigError
-from umni.util.spec import Spec
+from umni.plugin import EDIT, GENERATE, Backend, ConfigError, ImageReply, Part, Spec, Usage
 
 COLOURS = {"red": (220, 40, 40), "green": (40, 170, 70), "blue": (40, 80, 220), "yellow": (240, 210, 40)}
 

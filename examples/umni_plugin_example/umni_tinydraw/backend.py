@@ -25,10 +25,7 @@ import numpy as np
 from PIL import Image
 from pydantic import PositiveInt
 
-from umni.backends.contract import Backend, BackendParams
-from umni.backends.roles import EDIT, GENERATE, ImageReply, Part, Usage
-from umni.util.errors import BackendError, ConfigError
-from umni.util.spec import Spec
+from umni.plugin import EDIT, GENERATE, Backend, BackendError, BackendParams, ConfigError, ImageReply, Part, Spec, Usage
 
 
 class TinyDrawParams(BackendParams):

@@ -34,23 +34,25 @@ import anyio.to_thread
 from PIL import Image
 from pydantic import NonNegativeFloat, PositiveInt
 
-from umni.backends.contract import Backend, BackendParams
-from umni.backends.roles import (
+from umni.plugin import (
     EDIT,
     GENERATE,
     JUDGE,
     UNDERSTAND,
+    Backend,
+    BackendError,
+    BackendParams,
     ChoiceReply,
+    ConfigError,
     ImageReply,
     Part,
+    Spec,
     TextReply,
     Usage,
+    file_sha256,
     option_letter,
+    parse_choice,
 )
-from umni.util.choices import parse_choice
-from umni.util.errors import BackendError, ConfigError
-from umni.util.filehash import file_sha256
-from umni.util.spec import Spec
 from umni_adapters.batching import MicroBatcher
 
 from . import inference
