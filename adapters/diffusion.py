@@ -664,7 +664,7 @@ class DiffusersBackend(Backend):
         usage = Usage(calls=1, images_in=len(images), images_out=1)
         notes = self.pipeline.truncation_notes(prompt)
         if edit and self.width is None and self.height is None and image.size != images[0].size:
-            # The README promises edits at the input's size; a latent grid that cannot hold it, or a
+            # docs/models.md promises edits at the input's size; a latent grid that cannot hold it, or a
             # class with a fixed output size, made another, so it is resized back and said so.
             made = image.size
             image = image.resize(images[0].size, Image.Resampling.LANCZOS)

@@ -1,6 +1,6 @@
 """Real-size throughput: images per second of one UMM and replies per second of one judge, batch 1 vs N.
 
-Give the real checkpoints as umni specs (the README's model tables list them), on a GPU machine:
+Give the real checkpoints as umni specs (docs/models.md's family tables list them), on a GPU machine:
 
     python -m bench.gpu_throughput --umm 'diffusers/black-forest-labs/FLUX.1-dev?steps=28&dtype=bf16' \
         --judge 'hf/Qwen/Qwen2.5-VL-7B-Instruct?dtype=bf16' -n 16 --batch-size 8

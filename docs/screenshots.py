@@ -1,4 +1,4 @@
-"""Screenshots of `umni view` for the README, taken in headless chromium.
+"""Screenshots of `umni view` for the documentation, taken in headless chromium.
 
     python docs/screenshots.py [OUT_DIR]     # default: docs/screenshots
 

@@ -2,7 +2,7 @@
 
 A backend is a class with a ``provider`` name that fills some roles. Built-in backends and
 third-party ones are found the same way, through the ``umni.backends`` entry-point group, so an
-adapter for a model that needs its own code can live in another package (see README, "Plugins").
+adapter for a model that needs its own code can live in another package (docs/plugins.md).
 """
 
 from __future__ import annotations

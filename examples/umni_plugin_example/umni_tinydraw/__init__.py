@@ -1,6 +1,6 @@
 """umni plugin example: the ``tinydraw`` backend, a model that ships its own code.
 
-The contract a plugin follows (README, "Plugins"): a ``umni.backends.Backend`` subclass with a
+The contract a plugin follows (docs/plugins.md): a ``umni.backends.Backend`` subclass with a
 ``provider`` name and the roles it fills, registered under the ``umni.backends`` entry-point group.
 """
 

@@ -1,4 +1,5 @@
-"""README's ```bash blocks are meant to be pasted into a shell, so each must parse, and every spec in
+"""The ```bash blocks of README.md and the documentation are meant to be pasted into a shell, so each
+must parse, and every spec in
 them with ``?`` or ``&`` must be quoted: unquoted, ``&`` ends the command and sends it to the
 background (``--role judge=openai/m?base_url=URL&api_key_env=KEY`` runs without its key setting), and
 ``?`` is a glob character."""
@@ -13,12 +14,22 @@ from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+ROOT = Path(__file__).resolve().parents[2]
+PAGES = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").rglob("*.md"))]
 BLOCK = re.compile(r"^```bash\n(.*?)^```", re.DOTALL | re.MULTILINE)
 
 
 def bash_blocks(text: str) -> list[str]:
     return BLOCK.findall(text)
+
+
+def every_bash_block() -> list[tuple[str, str]]:
+    """(page and block number, block) for every ```bash block of every page."""
+    return [
+        (f"{page.relative_to(ROOT)}#{number}", block)
+        for page in PAGES
+        for number, block in enumerate(bash_blocks(page.read_text(encoding="utf-8")), start=1)
+    ]
 
 
 def unquoted(script: str) -> Iterator[int]:
@@ -64,14 +75,13 @@ def test_the_checks_catch_an_unquoted_spec_and_pass_a_quoted_one() -> None:
     assert unquoted_spec_marks('sbatch --wrap "umni run x --model \'a/b?c=1&d=2\'" 2>&1 >log\n') == []
 
 
-def test_readme_has_bash_blocks() -> None:
-    assert len(bash_blocks(README.read_text())) >= 5
+def test_the_pages_have_bash_blocks() -> None:
+    assert len(every_bash_block()) >= 10
 
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="no bash on this machine")
-@pytest.mark.parametrize("number", range(len(bash_blocks(README.read_text()))))
-def test_each_bash_block_parses_and_quotes_its_specs(number: int) -> None:
-    block = bash_blocks(README.read_text())[number]
+@pytest.mark.parametrize(("where", "block"), every_bash_block(), ids=[where for where, _ in every_bash_block()])
+def test_each_bash_block_parses_and_quotes_its_specs(where: str, block: str) -> None:
     checked = subprocess.run(["bash", "-n"], input=block, capture_output=True, text=True, check=False)
-    assert checked.returncode == 0, f"README bash block {number + 1} does not parse:\n{checked.stderr}\n{block}"
-    assert unquoted_spec_marks(block) == [], f"README bash block {number + 1}: quote these specs"
+    assert checked.returncode == 0, f"{where} does not parse:\n{checked.stderr}\n{block}"
+    assert unquoted_spec_marks(block) == [], f"{where}: quote these specs"
