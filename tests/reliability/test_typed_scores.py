@@ -22,7 +22,7 @@ from umni.protocols import Number, Scores, get_protocol, scores_json
 from umni_graphs.aegis.scoring import AegisScores
 from umni_graphs.genius.summary import GeniusScores
 from umni_graphs.girbench.protocol import GirScores
-from umni_graphs.umnibench.scoring import UmniScores
+from umni_graphs.umnibench.summary import UmniScores
 from umni_graphs.wise.scores import WiseScores
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "expected"
