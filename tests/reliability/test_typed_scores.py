@@ -23,7 +23,7 @@ from umni_graphs.aegis.scoring import AegisScores
 from umni_graphs.genius.summary import GeniusScores
 from umni_graphs.girbench.protocol import GirScores
 from umni_graphs.umnibench.summary import UmniScores
-from umni_graphs.wise.scores import WiseScores
+from umni_graphs.wise.summary import WiseScores
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "expected"
 MODELS: dict[str, type[Scores]] = {
