@@ -9,7 +9,7 @@ import pytest
 from PIL import Image
 
 from umni.util.errors import InputError, InputErrors
-from umni_graphs.girbench.cases import (
+from umni_graphs.girbench.dataset import (
     NUMERICAL_FILE,
     find_task_file,
     load_numerical_cases,

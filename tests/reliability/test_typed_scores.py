@@ -21,7 +21,7 @@ from umni.backends.bindings import Bindings
 from umni.protocols import Number, Scores, get_protocol, scores_json
 from umni_graphs.aegis.summary import AegisScores
 from umni_graphs.genius.summary import GeniusScores
-from umni_graphs.girbench.protocol import GirScores
+from umni_graphs.girbench.summary import GirScores
 from umni_graphs.umnibench.summary import UmniScores
 from umni_graphs.wise.summary import WiseScores
 
