@@ -51,9 +51,8 @@ class Aegis(Protocol[AegisCase, AegisOptions, AegisResult, AegisScores]):
         return build_case_graph(case, options)
 
     def record(self, case: AegisCase, outcomes: Mapping[str, Outcome], options: AegisOptions) -> AegisResult:
-        at = located(case)
-        handles: AegisHandles = self.handles(at, outcomes, options)
-        return case_record(at, outcomes, handles, options)
+        handles: AegisHandles = self.handles(case, outcomes, options)
+        return case_record(located(case), outcomes, handles, options)
 
     def summarize(self, records: list[AegisResult], options: AegisOptions) -> AegisScores:
         return summarize_records(records, options)
