@@ -47,12 +47,12 @@ from umni.plugin import CaseSet, Graph, Outcome, Protocol, View
 from .cases import GirCase, case_schema, load_tasks, missing_weights
 from .graph import GirHandles, build_case_graph
 from .options import GirOptions, with_unbound_roles_skipped
-from .records import case_record, case_views
+from .records import GirRecord, case_record, case_views
 from .summary import GirScores, score_tables, summarize_records, summarize_resample_records
 from .tasks import ALL_ROLES
 
 
-class GirBench(Protocol[GirCase, GirOptions, dict[str, Any], GirScores]):
+class GirBench(Protocol[GirCase, GirOptions, GirRecord, GirScores]):
     name = "girbench"
     title = "GIR-Bench: reasoning-centric generation and editing"
     roles = ALL_ROLES
@@ -81,20 +81,20 @@ class GirBench(Protocol[GirCase, GirOptions, dict[str, Any], GirScores]):
     def build(self, case: GirCase, options: GirOptions) -> Graph[GirHandles]:
         return build_case_graph(case, options)
 
-    def record(self, case: GirCase, outcomes: Mapping[str, Outcome], options: GirOptions) -> dict[str, Any]:
+    def record(self, case: GirCase, outcomes: Mapping[str, Outcome], options: GirOptions) -> GirRecord:
         handles: GirHandles = self.handles(case, outcomes, options)
         return case_record(case, outcomes, handles, options)
 
-    def summarize(self, records: list[dict[str, Any]], options: GirOptions) -> GirScores:
+    def summarize(self, records: list[GirRecord], options: GirOptions) -> GirScores:
         return summarize_records(records, options)
 
-    def summarize_resample(self, records: list[dict[str, Any]], options: GirOptions) -> GirScores:
+    def summarize_resample(self, records: list[GirRecord], options: GirOptions) -> GirScores:
         return summarize_resample_records(records, options)
 
     def tables(self, summary: dict[str, Any]) -> list[tuple[str, list[str], list[list[Any]]]]:
         return score_tables(summary)
 
-    def views(self, record: dict[str, Any]) -> list[View]:
+    def views(self, record: GirRecord) -> list[View]:
         return case_views(record)
 
 

@@ -8,7 +8,7 @@ vectors instead of a value: its FID is one statistic over the whole set, compute
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal, Required, TypedDict
 
 from umni.plugin import Outcome, Ref, View, first_failure, node_status
 
@@ -20,12 +20,64 @@ from .prompts import PERCEPTION_INSTRUCTION, PUZZLE_INSTRUCTION, SUDOKU_INSTRUCT
 from .tasks import METRIC_TITLES, T2I_METRICS
 
 
-def case_record(case: GirCase, outcomes: Mapping[str, Outcome], h: GirHandles, options: GirOptions) -> dict[str, Any]:
+class MetricEntry(TypedDict, total=False):
+    """One metric of a case: scored (its value and the scorer's detail; Visual Puzzle keeps the two
+    feature vectors instead, its FID being one statistic over the whole set), failed (the first
+    failing node, named) or skipped (why)."""
+
+    status: Required[Literal["scored", "failed", "skipped"]]
+    #: scored: the case's value (None for Visual Puzzle)
+    value: float | None
+    #: scored: what the scorer reports beside the value (its keys depend on the metric)
+    detail: dict[str, Any]
+    #: Visual Puzzle, scored: the output's and the solution's feature vectors
+    features: dict[str, Any]
+    #: failed: the failure's kind, the node it happened at, and its message
+    failure: str
+    node: str
+    message: str
+    #: skipped: why
+    reason: str
+    #: Uni: the entity's category
+    category: str
+
+
+class GirRecord(TypedDict, total=False):
+    """One results.jsonl line: the case, what the model was asked, its image and one entry per metric
+    of the case's task (Uni has two: understanding and generation)."""
+
+    case_id: Required[str]
+    task: Required[str]
+    #: the case's id in the published files
+    source_id: Required[str]
+    #: Uni: the entity's category and name, and the generation prompt (None when the entity has none)
+    category: str
+    entity: str
+    #: Uni and the text-to-image tasks: the prompt; the edit tasks: the instruction
+    prompt: str | None
+    instruction: str
+    #: Text Rendering: the text the image must show
+    target_text: str
+    #: the generated or edited image's content hash; None when there is none
+    image: Required[str | None]
+    metrics: Required[dict[str, MetricEntry]]
+    nodes: Required[dict[str, dict[str, Any]]]
+
+
+class FailedAt(TypedDict):
+    """The first node that failed, and how."""
+
+    node: str
+    kind: str
+    message: str
+
+
+def case_record(case: GirCase, outcomes: Mapping[str, Outcome], h: GirHandles, options: GirOptions) -> GirRecord:
     data = case.data
-    rec: dict[str, Any] = {"case_id": case.id, "task": case.task, "source_id": str(data.id)}
-    metrics: dict[str, Any] = {}
+    rec: GirRecord = {"case_id": case.id, "task": case.task, "source_id": str(data.id)}  # type: ignore[typeddict-item]  # image, metrics, nodes follow
+    metrics: dict[str, MetricEntry] = {}
     if isinstance(data, UniCase):
-        rec.update(category=data.category, entity=data.display_name, prompt=case.prompt)
+        rec["category"], rec["entity"], rec["prompt"] = data.category, data.display_name, case.prompt
         metrics["uni_understanding"] = _vqa_entry(case, outcomes, h.vqa, options)
         reason = metric_unavailable(case, "uni_generation", options)
         if reason is None:
@@ -38,7 +90,10 @@ def case_record(case: GirCase, outcomes: Mapping[str, Outcome], h: GirHandles, o
         rec["instruction"] = PUZZLE_INSTRUCTION
         metrics["puzzle"] = _puzzle_entry(outcomes, h)
     else:
-        rec["prompt" if case.task in T2I_METRICS else "instruction"] = _text_of(case)
+        if case.task in T2I_METRICS:
+            rec["prompt"] = _text_of(case)
+        else:
+            rec["instruction"] = _text_of(case)
         metrics[case.task] = _entry(outcomes, h.score, h.related)
         if isinstance(data, TextCase):
             rec["target_text"] = data.text
@@ -57,14 +112,14 @@ def _text_of(case: GirCase) -> str:
     return data.prompt
 
 
-def _vqa_entry(case: GirCase, outcomes: Mapping[str, Outcome], vqa: Ref | None, options: GirOptions) -> dict[str, Any]:
+def _vqa_entry(case: GirCase, outcomes: Mapping[str, Outcome], vqa: Ref | None, options: GirOptions) -> MetricEntry:
     reason = metric_unavailable(case, "uni_understanding", options)
     if reason is not None:
         return {"status": "skipped", "reason": reason}
     assert case.vqa is not None and vqa is not None
     outcome = outcomes[vqa.node]
     if not outcome.ok or outcome.output is None:
-        failure = _first_failure(outcomes, [vqa]) or {"kind": outcome.status, "message": outcome.status}
+        failure = _first_failure(outcomes, [vqa]) or {"node": vqa.node, "kind": outcome.status, "message": outcome.status}
         return {"status": "failed", "failure": failure["kind"], "node": vqa.node, "message": failure["message"]}
     predicted = int(outcome.output["index"])
     detail = {
@@ -78,7 +133,7 @@ def _vqa_entry(case: GirCase, outcomes: Mapping[str, Outcome], vqa: Ref | None, 
     return {"status": "scored", "value": 1.0 if predicted == case.vqa.answer else 0.0, "detail": detail}
 
 
-def _puzzle_entry(outcomes: Mapping[str, Outcome], h: GirHandles) -> dict[str, Any]:
+def _puzzle_entry(outcomes: Mapping[str, Outcome], h: GirHandles) -> MetricEntry:
     assert h.image is not None
     if h.features is not None:  # official: one compute node holds both feature vectors
         features = outcomes[h.features.node]
@@ -98,7 +153,7 @@ def _puzzle_entry(outcomes: Mapping[str, Outcome], h: GirHandles) -> dict[str, A
     return {"status": "failed", "failure": failure["kind"], "node": failure["node"], "message": failure["message"]}
 
 
-def _first_failure(outcomes: Mapping[str, Outcome], nodes: Iterable[Ref]) -> dict[str, Any] | None:
+def _first_failure(outcomes: Mapping[str, Outcome], nodes: Iterable[Ref]) -> FailedAt | None:
     found = first_failure(outcomes, nodes)
     if found is None:
         return None
@@ -106,7 +161,7 @@ def _first_failure(outcomes: Mapping[str, Outcome], nodes: Iterable[Ref]) -> dic
     return {"node": nid, "kind": failure.kind, "message": failure.message}
 
 
-def _entry(outcomes: Mapping[str, Outcome], score: Ref | None, related: Sequence[Ref]) -> dict[str, Any]:
+def _entry(outcomes: Mapping[str, Outcome], score: Ref | None, related: Sequence[Ref]) -> MetricEntry:
     """A metric's record entry from its scoring node; a failure anywhere upstream is named, not scored."""
     assert score is not None
     score_node = score.node
@@ -126,9 +181,9 @@ def _image_sha(outcomes: Mapping[str, Outcome], node: Ref | None) -> str | None:
     return image.sha256 if image is not None else None
 
 
-def case_views(record: dict[str, Any]) -> list[View]:
+def case_views(record: GirRecord) -> list[View]:
     views = []
-    metrics = record.get("metrics", {})
+    metrics = record.get("metrics") or {}
     for key, entry in sorted(metrics.items(), key=lambda item: list(METRIC_TITLES).index(item[0]) if item[0] in METRIC_TITLES else 99):
         rows: list[tuple[str, str]] = []
         for field in ("prompt", "instruction", "target_text", "entity"):
@@ -136,9 +191,10 @@ def case_views(record: dict[str, Any]) -> list[View]:
                 rows.append((field.replace("_", " "), str(record[field])))
         verdict: bool | None = None
         if entry["status"] == "scored":
-            if entry.get("value") is not None:
-                rows.append(("score", shown_value(entry["value"])))
-                verdict = entry["value"] >= 0.5
+            score = entry.get("value")
+            if score is not None:
+                rows.append(("score", shown_value(score)))
+                verdict = score >= 0.5
             for name, value in (entry.get("detail") or {}).items():
                 rows.append((name.replace("_", " "), shown_value(value)))
             if "features" in entry:

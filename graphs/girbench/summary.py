@@ -20,7 +20,7 @@ from . import scoring
 from .dataset import UNI_CATEGORIES
 from .deviations import deviations
 from .options import GirOptions
-from .records import shown_value
+from .records import GirRecord, MetricEntry, shown_value
 from .tasks import EDIT_METRICS, METRIC_TASK, METRIC_TITLES, METRICS, T2I_METRICS
 
 
@@ -51,25 +51,25 @@ class GirScores(Scores):
     deviations: list[dict[str, Any]]
 
 
-def summarize_records(records: list[dict[str, Any]], options: GirOptions) -> GirScores:
+def summarize_records(records: Sequence[GirRecord], options: GirOptions) -> GirScores:
     return _summarize(records, options, set_statistics=True)
 
 
-def summarize_resample_records(records: list[dict[str, Any]], options: GirOptions) -> GirScores:
+def summarize_resample_records(records: Sequence[GirRecord], options: GirOptions) -> GirScores:
     """A bootstrap resample's scores without the puzzle's Fréchet distance: a set statistic whose
     every computation takes seconds to a minute (torchmetrics' 2048-d eigen-decomposition), so
     300 of them made a run's finish take many minutes. Where the full formula would have
     computed it, the Overall (which averages it in) is left out too; the Edit Overall already
     is, having no puzzle score. Those cells carry no interval."""
     scores = _summarize(records, options, set_statistics=False)
-    puzzles = sum(1 for r in records if r.get("metrics", {}).get("puzzle", {}).get("status") == "scored")
+    puzzles = sum(1 for r in records if _puzzle_scored(r))
     return scores.model_copy(update={"overall": None}) if puzzles >= 2 else scores
 
 
-def _summarize(records: list[dict[str, Any]], options: GirOptions, *, set_statistics: bool) -> GirScores:
-    by_metric: dict[str, list[dict[str, Any]]] = {key: [] for key, _, _ in METRICS}
+def _summarize(records: Sequence[GirRecord], options: GirOptions, *, set_statistics: bool) -> GirScores:
+    by_metric: dict[str, list[MetricEntry]] = {key: [] for key, _, _ in METRICS}
     for record in records:
-        for key, entry in record.get("metrics", {}).items():
+        for key, entry in (record.get("metrics") or {}).items():
             by_metric.setdefault(key, []).append(entry)
     metrics = {key: _metric_summary(key, by_metric[key], options, set_statistics=set_statistics) for key, _, _ in METRICS}
     scored = [key for key, _, _ in METRICS if metrics[key]["score"] is not None]
@@ -119,7 +119,7 @@ def _mean(values: Sequence[float]) -> float | None:
     return float(np.mean(values)) if values else None
 
 
-def _metric_summary(metric: str, entries: list[dict[str, Any]], options: GirOptions, *, set_statistics: bool = True) -> dict[str, Any]:
+def _metric_summary(metric: str, entries: list[MetricEntry], options: GirOptions, *, set_statistics: bool = True) -> dict[str, Any]:
     scored = [e for e in entries if e["status"] == "scored"]
     failed = [e for e in entries if e["status"] == "failed"]
     skipped = [e for e in entries if e["status"] == "skipped"]
@@ -141,12 +141,12 @@ def _metric_summary(metric: str, entries: list[dict[str, Any]], options: GirOpti
     elif metric.startswith("uni_"):
         by_category: dict[str, list[float]] = defaultdict(list)
         for e in scored:
-            by_category[e["category"]].append(e["value"])
+            by_category[e["category"]].append(_value(e))
         out["categories"] = {c: _mean(by_category[c]) for c in UNI_CATEGORIES}
         present = [v for v in out["categories"].values() if v is not None]
         out["score"] = _mean(present)  # the paper's Overall: the mean of the category scores
     else:
-        out["score"] = _mean([e["value"] for e in scored])
+        out["score"] = _mean([_value(e) for e in scored])
     if metric in ("sudoku", "spatial", "numerical"):  # umni's figure beside the official one (deviations.py)
         cells = [e["detail"].get("umni_score") for e in scored]
         known = [v for v in cells if v is not None]
@@ -166,6 +166,18 @@ def _metric_summary(metric: str, entries: list[dict[str, Any]], options: GirOpti
         else:
             out["note"] = "no case could be scored"
     return out
+
+
+def _puzzle_scored(record: GirRecord) -> bool:
+    entry = (record.get("metrics") or {}).get("puzzle")
+    return entry is not None and entry.get("status") == "scored"
+
+
+def _value(entry: MetricEntry) -> float:
+    """A scored entry's value: every metric but Visual Puzzle (scored over the whole set) has one."""
+    value = entry["value"]
+    assert value is not None, "a scored entry of this metric has a value"
+    return value
 
 
 def _group_overall(metrics: dict[str, dict[str, Any]], keys: Sequence[str]) -> float | None:

@@ -23,11 +23,11 @@ from umni.plugin import GENERATE, JUDGE, CaseSet, Graph, Outcome, Protocol, View
 from .cases import WiseCase, load_cases, prompt_file_schema
 from .graph import WiseHandles, build_case_graph
 from .options import WiseOptions
-from .records import case_record, case_views, judge_marks
+from .records import WiseRecord, case_record, case_views, judge_marks
 from .summary import WiseScores, score_tables, summarize_records
 
 
-class Wise(Protocol[WiseCase, WiseOptions, dict[str, Any], WiseScores]):
+class Wise(Protocol[WiseCase, WiseOptions, WiseRecord, WiseScores]):
     name = "wise"
     title = "WISE world-knowledge text-to-image"
     roles = (GENERATE, JUDGE)
@@ -36,7 +36,7 @@ class Wise(Protocol[WiseCase, WiseOptions, dict[str, Any], WiseScores]):
     def case_schema(self) -> dict[str, Any]:
         return prompt_file_schema()
 
-    def judgements(self, record: dict[str, Any]) -> dict[str, float | None]:
+    def judgements(self, record: WiseRecord) -> dict[str, float | None]:
         return judge_marks(record)
 
     def bundled_cases(self) -> Path:
@@ -53,18 +53,18 @@ class Wise(Protocol[WiseCase, WiseOptions, dict[str, Any], WiseScores]):
     def build(self, case: WiseCase, options: WiseOptions) -> Graph[WiseHandles]:
         return build_case_graph(case, options)
 
-    def record(self, case: WiseCase, outcomes: Mapping[str, Outcome], options: WiseOptions) -> dict[str, Any]:
+    def record(self, case: WiseCase, outcomes: Mapping[str, Outcome], options: WiseOptions) -> WiseRecord:
         handles: WiseHandles = self.handles(case, outcomes, options)
         return case_record(case, outcomes, handles, options)
 
-    def summarize(self, records: list[dict[str, Any]], options: WiseOptions, *, judge: str | None = None) -> WiseScores:
+    def summarize(self, records: list[WiseRecord], options: WiseOptions, *, judge: str | None = None) -> WiseScores:
         """`judge` is the judge role's spec, echoed as ``scores.judge`` (`summary.summarize_records`)."""
         return summarize_records(records, options, judge=judge)
 
     def tables(self, summary: dict[str, Any]) -> list[tuple[str, list[str], list[list[Any]]]]:
         return score_tables(summary)
 
-    def views(self, record: dict[str, Any]) -> list[View]:
+    def views(self, record: WiseRecord) -> list[View]:
         return case_views(record)
 
 

@@ -9,18 +9,52 @@ listed by id in the summary. Each record keeps the official script's reading of 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
 from umni.plugin import Outcome, View, node_status
 
 from . import prompts as P
 from . import scoring as S
-from .cases import WiseCase
+from .cases import Variant, WiseCase
 from .graph import WiseHandles
 from .options import WiseOptions
 
 
-def case_record(case: WiseCase, outcomes: Mapping[str, Outcome], handles: WiseHandles, options: WiseOptions) -> dict[str, Any]:
+class WiseRecord(TypedDict):
+    """One results.jsonl line: the prompt as given, the judge's marks (or why there are none), the
+    official script's reading of the kept reply, and node statuses."""
+
+    case_id: str
+    prompt_id: int
+    set: Variant
+    rewrite: bool
+    #: the case file the prompt was read from
+    file: str
+    #: the category its id places it in (the id decides, as officially) and the file's own label
+    category: str
+    category_label: str
+    subcategory: str
+    prompt: str
+    explanation: str
+    image_name: str
+    #: the generated image's content hash; None when it was not produced
+    image: str | None
+    scoring: Variant
+    #: verified: {"score": 0|1}; legacy: the three 0-2 marks; None when the prompt is not scored
+    marks: dict[str, int] | None
+    #: verified: the 0/1 score; legacy: the WiScore
+    score: float | int | None
+    #: why there is no score (a kind counted by the summary), and the readable detail
+    failure: str | None
+    detail: str
+    judge_reply: str | None
+    #: what the official script reads in the kept reply; None where it would drop the prompt
+    official: dict[str, float] | None
+    judge_attempts: int | None
+    nodes: dict[str, dict[str, Any]]
+
+
+def case_record(case: WiseCase, outcomes: Mapping[str, Outcome], handles: WiseHandles, options: WiseOptions) -> WiseRecord:
     image = outcomes.get(handles.image.node)
     judge = outcomes.get(handles.judge.node)
     marks: dict[str, int] | None = judge.value if judge is not None and judge.ok else None
@@ -58,13 +92,13 @@ def case_record(case: WiseCase, outcomes: Mapping[str, Outcome], handles: WiseHa
     }
 
 
-def judge_marks(record: dict[str, Any]) -> dict[str, float | None]:
+def judge_marks(record: WiseRecord) -> dict[str, float | None]:
     """The judge's marks of a prompt (verified: score; legacy: consistency, realism, aesthetic quality)."""
     marks = record.get("marks") or {}
     return {name: float(value) for name, value in marks.items() if isinstance(value, (int, float))}
 
 
-def case_views(record: dict[str, Any]) -> list[View]:
+def case_views(record: WiseRecord) -> list[View]:
     rows = [
         ("prompt (given to the model)", record["prompt"]),
         ("explanation (judge only)", record["explanation"]),

@@ -8,6 +8,7 @@ the official script's reading of every kept judge reply by the official arithmet
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from umni.plugin import Number, Scores
@@ -16,6 +17,7 @@ from . import scoring as S
 from .cases import CATEGORIES, expected_ids
 from .deviations import deviations
 from .options import WiseOptions
+from .records import WiseRecord
 
 #: Column titles of the paper's main table.
 CATEGORY_TITLES = {
@@ -87,7 +89,7 @@ class WiseScores(Scores):
     aesthetic_quality: CategoryMeans | None = None
 
 
-def summarize_records(records: list[dict[str, Any]], options: WiseOptions, *, judge: str | None = None) -> WiseScores:
+def summarize_records(records: Sequence[WiseRecord], options: WiseOptions, *, judge: str | None = None) -> WiseScores:
     """The paper's main table (six categories and Overall, 0-1), failures and missing ids beside.
 
     `judge` is the judge role's spec; it is echoed as ``scores.judge`` so tables that compare
@@ -209,16 +211,18 @@ def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 4)
 
 
-def _legacy_judgement(record: dict[str, Any]) -> S.LegacyJudgement:
-    if record.get("failure") is not None or record.get("marks") is None:
+def _legacy_judgement(record: WiseRecord) -> S.LegacyJudgement:
+    marks = record.get("marks")
+    if record.get("failure") is not None or marks is None:
         return S.LegacyJudgement(prompt_id=record["prompt_id"], failure=record.get("failure") or "internal")
-    return S.LegacyJudgement(prompt_id=record["prompt_id"], **record["marks"])
+    return S.LegacyJudgement.model_validate({"prompt_id": record["prompt_id"], **marks})
 
 
-def _verified_judgement(record: dict[str, Any]) -> S.VerifiedJudgement:
-    if record.get("failure") is not None or record.get("marks") is None:
+def _verified_judgement(record: WiseRecord) -> S.VerifiedJudgement:
+    marks = record.get("marks")
+    if record.get("failure") is not None or marks is None:
         return S.VerifiedJudgement(prompt_id=record["prompt_id"], failure=record.get("failure") or "internal")
-    return S.VerifiedJudgement(prompt_id=record["prompt_id"], score=record["marks"]["score"])
+    return S.VerifiedJudgement(prompt_id=record["prompt_id"], score=marks["score"])
 
 
 def _coverage_statement(records: int, expected: int, missing: list[int], variant: str, overall: float | None) -> str:
