@@ -228,7 +228,7 @@ def load_tasks(root: Path, options: GirOptions) -> CaseSet[GirCase]:
         elif task == "text":
             loaded = [GirCase(task, f"text/{c.id}", c) for c in load_text_cases(find_task_file(root, TEXT_FILE))]
         elif task == "puzzle":
-            loaded = [GirCase(task, f"puzzle/{c.id:03d}", c) for c in load_puzzle_cases(images)]
+            loaded = [GirCase(task, f"puzzle/{c.id:03d}", c) for c in load_puzzle_cases(images, options.puzzle_inputs)]
         elif task == "sudoku":
             loaded = [GirCase(task, f"sudoku/{c.id}", c) for c in load_visual_logic_cases(images)]
         else:
@@ -267,10 +267,14 @@ def metric_unavailable(case: GirCase, metric: str, options: GirOptions) -> str |
 
 def _skip_reason(case: GirCase, options: GirOptions) -> str | None:
     data = case.data
+    no_input = data.missing_input() if isinstance(data, PuzzleCase) else None
     if not isinstance(data, UniCase) and hasattr(data, "image_paths"):
         gone = missing_images([data])
         if gone:
-            return "missing image(s): " + ", ".join(shown_missing(str(path), path) for _, path in gone)
+            missing = "missing image(s): " + ", ".join(shown_missing(str(path), path) for _, path in gone)
+            return f"{no_input}; {missing}" if no_input else missing
+    if no_input:
+        return no_input
     reasons = [metric_unavailable(case, m, options) for m in case_metrics(case)]
     if all(reasons):
         return "; ".join(dict.fromkeys(r for r in reasons if r))

@@ -11,7 +11,8 @@ directory loaders take the dataset's reference root (the folder holding ``Zoolog
 - ``Zoology|Botany|Geography/<id>_<name>/``: reference images of one entity (GIR-Bench-Uni)
 - ``ReasoningPerception/{image,mask}/<id>.png``: input image and ground-truth mask
 - ``VisualLogic/sudoku/<id>.json`` with ``question/<id>.png`` and ``answer/<id>.png``
-- ``VisualPuzzle/{question,solution}/<id:03d>.png``: shuffled tiles and the original image
+- ``VisualPuzzle/solution/<id:03d>.png``: the original image; the shuffled tiles in the one other
+  folder of numbered images beside it (``question/``, ``input/``, … or ``--option puzzle_inputs``)
 
 Loaders collect every record problem before raising (`InputErrors`), naming file, record and field.
 Image files that a case needs but that are absent are *not* load errors: `missing_images` lists
@@ -419,11 +420,35 @@ class PuzzleCase(ImageCase):
     """Reassemble the shuffled tiles of `question_image`; scored by FID against `solution_image`."""
 
     id: int
-    question_image: Path
+    #: the shuffled input; None when no input folder holds this puzzle's image
+    question_image: Path | None
     solution_image: Path
+    #: where the input was looked for: the input folder, or every folder looked at when none was found
+    input_folders: tuple[Path, ...] = ()
 
     def image_paths(self) -> list[tuple[str, Path]]:
-        return [("question", self.question_image), ("solution", self.solution_image)]
+        question = [("question", self.question_image)] if self.question_image is not None else []
+        return [*question, ("solution", self.solution_image)]
+
+    def missing_input(self) -> str | None:
+        """Why the case has no input image, naming the folders tried (None: it has one)."""
+        if self.question_image is not None:
+            return None
+        base = self.solution_image.parent.parent
+        tried = ", ".join(_shown_folder(folder, base) for folder in self.input_folders)
+        fix = f"name the folder of shuffled inputs with --option {PUZZLE_INPUTS_OPTION}=DIR"
+        if len(self.input_folders) == 1:
+            return f"no input image {self.id:03d}.png (or {self.id}.png) in {tried}; {fix}"
+        where = f" (looked in {tried})" if tried else ""
+        return f"no input image: no folder of numbered images beside {_shown_folder(base / PUZZLE_SOLUTIONS, base)}{where}; {fix}"
+
+
+def _shown_folder(folder: Path, base: Path) -> str:
+    """A folder as a skip reason names it: from ``VisualPuzzle/`` on when it lies inside it."""
+    try:
+        return f"{base.name}/{folder.relative_to(base).as_posix()}/"
+    except ValueError:
+        return f"{folder}/"
 
 
 def _require_dir(path: Path) -> None:
@@ -543,32 +568,74 @@ def load_visual_logic_cases(root: str | Path) -> list[VisualLogicCase]:
     return cases
 
 
-def load_puzzle_cases(root: str | Path, question_dir: str = "question") -> list[PuzzleCase]:
-    """One case per id found in ``VisualPuzzle/solution/`` or ``<question_dir>/`` (``<id:03d>.png``)."""
+#: The Visual Puzzle folder the official evaluation reads (``solution/<id:03d>.png``).
+PUZZLE_SOLUTIONS = "solution"
+#: The option that names the folder of shuffled inputs.
+PUZZLE_INPUTS_OPTION = "puzzle_inputs"
+
+
+def load_puzzle_cases(root: str | Path, inputs: str | Path | None = None) -> list[PuzzleCase]:
+    """One case per id found in ``VisualPuzzle/solution/`` or the inputs folder.
+
+    The official evaluation reads only ``solution/<id:03d>.png`` and names no folder for the shuffled
+    inputs, so the inputs are the one other folder of numbered images beside ``solution/``
+    (``question/`` in umni's bundled set, ``input/`` in some copies), or the folder `inputs` names
+    (inside ``VisualPuzzle/`` unless absolute). An input may be named ``007.png`` or ``7.png``."""
     base = Path(root) / "VisualPuzzle"
     _require_dir(base)
-    ids: set[int] = set()
     errors: list[InputError] = []
-    for sub in ("solution", question_dir):
-        folder = confined_path(base, sub, source=base, field="question_dir")
-        if not folder.is_dir():
-            continue
-        for p in folder.glob("*.png"):
-            if p.stem.isdigit():
-                ids.add(int(p.stem))
-            else:
-                errors.append(InputError("puzzle image names must be a number (e.g. 007.png)", path=p))
+    tried, folder = _puzzle_input_folder(base, inputs)
+    solutions = _numbered_images(confined_path(base, PUZZLE_SOLUTIONS, source=base, field="solution"), errors)
+    found = _numbered_images(folder, errors) if folder is not None else {}
     raise_if_any(errors)
+    ids = set(solutions) | set(found)
     if not ids:
-        raise InputError(f"no <id>.png files in solution/ or {question_dir}/", path=base)
+        raise InputError(f"no <id>.png files in {PUZZLE_SOLUTIONS}/ or an input folder beside it", path=base)
     return [
         PuzzleCase(
             id=i,
-            question_image=confined_path(base, Path(question_dir) / f"{i:03d}.png", record=i, field="question_image"),
-            solution_image=confined_path(base, Path("solution") / f"{i:03d}.png", record=i, field="solution_image"),
+            question_image=found.get(i),
+            solution_image=confined_path(base, Path(PUZZLE_SOLUTIONS) / f"{i:03d}.png", record=i, field="solution_image"),
+            input_folders=tried,
         )
         for i in sorted(ids)
     ]
+
+
+def _puzzle_input_folder(base: Path, inputs: str | Path | None) -> tuple[tuple[Path, ...], Path | None]:
+    """The folders tried for the shuffled inputs, and the one that holds them (None: none does)."""
+    if inputs is not None:
+        folder = base / inputs  # an absolute `inputs` stays as it is
+        if not folder.is_dir():
+            raise InputError(
+                "the Visual Puzzle input folder is not a folder (a name inside VisualPuzzle/, or a path)",
+                path=folder,
+                field=PUZZLE_INPUTS_OPTION,
+            )
+        return (folder,), folder
+    looked = tuple(sorted(p for p in base.iterdir() if p.is_dir() and p.name != PUZZLE_SOLUTIONS))
+    holding = [p for p in looked if any(f.stem.isdigit() for f in p.glob("*.png"))]
+    if len(holding) > 1:
+        names = ", ".join(f"{p.name}/" for p in holding)
+        raise InputError(
+            f"several folders beside {PUZZLE_SOLUTIONS}/ hold numbered images ({names}): say which holds the "
+            f"shuffled inputs with --option {PUZZLE_INPUTS_OPTION}=NAME",
+            path=base,
+        )
+    return ((holding[0],), holding[0]) if holding else (looked, None)
+
+
+def _numbered_images(folder: Path, errors: list[InputError]) -> dict[int, Path]:
+    """``<id>.png`` files of `folder` by id (``007.png`` and ``7.png`` are both puzzle 7)."""
+    if not folder.is_dir():
+        return {}
+    found: dict[int, Path] = {}
+    for p in sorted(folder.glob("*.png")):
+        if p.stem.isdigit():
+            found.setdefault(int(p.stem), p)
+        else:
+            errors.append(InputError("puzzle image names must be a number (e.g. 007.png)", path=p))
+    return found
 
 
 def missing_images(cases: Iterable[PuzzleCase | UniCase | PerceptionCase | VisualLogicCase]) -> list[tuple[str, Path]]:

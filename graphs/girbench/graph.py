@@ -90,6 +90,7 @@ def build_case_graph(case: GirCase, options: GirOptions) -> Graph[GirHandles]:
         lines = g.tool("ocr", OCR, image)
         h = GirHandles(image, _score(g, "score", scoring.score_text, {"text": data.text}, lines=lines), (image, lines))
     elif isinstance(data, PuzzleCase):
+        assert data.question_image is not None, "a puzzle without an input image is skipped at load"
         image = g.edit("image", ImageFile(data.question_image), PUZZLE_INSTRUCTION)
         if options.features == "official":
             weights = {"fid_weights": options.fid_weights or None}

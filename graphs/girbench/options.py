@@ -39,6 +39,13 @@ class GirOptions(BaseModel):
     fid_weights: str = Field(
         "", description="InceptionV3 weights file (torch-fidelity format); empty: the standard file in torch's hub cache"
     )
+    #: Left out of summaries while unset, so they read as before the option existed.
+    puzzle_inputs: str | None = Field(
+        None,
+        exclude_if=lambda value: value is None,
+        description="Visual Puzzle: the folder of shuffled input images (<id>.png), a name inside VisualPuzzle/ or a "
+        "path; default: the one folder of numbered images beside solution/ (question/, input/, ...)",
+    )
 
     @field_validator("tasks")
     @classmethod
