@@ -42,7 +42,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from umni.plugin import confined_path, read_json, validate_records
+from umni.plugin import CaseSet, Note, Skipped, confined_path, read_json, shown_missing, validate_records
+
+from ..keyed import keyed_as
 
 TASKS = ("understanding", "generation", "editing", "interleaved")
 Task = Literal["understanding", "generation", "editing", "interleaved"]
@@ -412,3 +414,50 @@ def _check_paths(record: dict[str, Any], root: Path) -> list[tuple[str, str]]:
             except ValueError as exc:
                 problems.append((f"{field}[{i}]", str(exc)))
     return problems
+
+
+class LocatedCase(AegisCase):
+    """An AEGIS case that knows the folder its image paths are relative to."""
+
+    folder: Path = Field(exclude=True)
+
+    def image_path(self, relative: str) -> Path:
+        return resolve_image_path(self.folder, relative)
+
+
+# Closures of the interleaved graph's compute nodes hold a case, so this class's module and name
+# enter their cache keys: kept as first keyed (`umni_graphs.keyed`).
+keyed_as(LocatedCase, "umni_graphs.aegis.protocol")
+
+
+def located(case: AegisCase) -> LocatedCase:
+    if not isinstance(case, LocatedCase):
+        raise TypeError(f"AEGIS case {case.id}: build graphs from cases returned by PROTOCOL.load, which know their image folder")
+    return case
+
+
+def load_case_set(path: Path) -> CaseSet[AegisCase]:
+    """The cases of an annotation file (or of the folder holding ``annotation.json``) that can run; a
+    case whose images are missing, or an editing case without an input image, is skipped with why."""
+    file = path / "annotation.json" if path.is_dir() else path
+    loaded = load_cases(file)
+    notes = [Note(q.record, q.field, q.message) for q in loaded.quirks]
+    cases: list[AegisCase] = []
+    skipped: list[Skipped] = []
+    for case in loaded.cases:
+        missing_inputs = [p for p in case.input_image if not loaded.resolve_image(p).is_file()]
+        missing_refs = [p for p in case.ref_image if not loaded.resolve_image(p).is_file()]
+        reasons = []
+        if missing_inputs:
+            shown = (shown_missing(p, loaded.resolve_image(p)) for p in missing_inputs)
+            reasons.append(f"missing input image(s): {', '.join(shown)}")
+        if missing_refs:
+            shown = (shown_missing(p, loaded.resolve_image(p)) for p in missing_refs)
+            reasons.append(f"missing reference image(s): {', '.join(shown)}")
+        if case.task == "editing" and not case.input_image:
+            reasons.append("an editing case needs an input image and names none")
+        if reasons:
+            skipped.append(Skipped(str(case.id), "; ".join(reasons)))
+            continue
+        cases.append(LocatedCase.model_construct(**dict(case), folder=loaded.root))
+    return CaseSet(path=file, cases=cases, skipped=skipped, notes=notes)

@@ -32,11 +32,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel
-
-from umni.plugin import Number, Scores
 
 from .cases import CATEGORY_GROUP, DOMAIN_GROUPS, REASONING_TYPES, TASKS, AegisCase
 from .prompts import ChecklistVerdict
@@ -122,60 +120,6 @@ class AegisSummary(BaseModel):
     by_reasoning_type: dict[str, GroupStats]
     inference_failed_ids: list[int]
     evaluation_failed_ids: list[int]
-
-
-class Counts(Scores):
-    """Cases scored, and those that failed at inference or at evaluation (never scored as 0)."""
-
-    scored: int
-    inference_failures: int
-    evaluation_failures: int
-
-
-class CaseCounts(Scores):
-    total: int
-    scored: int
-    inference_failures: int
-    evaluation_failures: int
-
-
-class GroupScores(Scores):
-    """One group's score and population std (×100), and its counts."""
-
-    score: Number | None
-    std: Number | None
-    scored: int
-    inference_failures: int
-    evaluation_failures: int
-
-
-class OfficialEquivalent(Scores):
-    """The same cases scored as the official scripts would (rows as the official results file has them)."""
-
-    overall: Number | None
-    by_task: dict[str, Number | None]
-    cases: Counts
-    stops: int
-
-
-class AegisScores(Scores):
-    """summary.json ``scores`` of an AEGIS run: percentages; ``main_table`` rows are tasks and
-    "overall", its columns the domain groups, "overall" and the counts."""
-
-    scale: str
-    overall: Number | None
-    main_table: dict[str, dict[str, Number | None]]
-    by_task: dict[str, GroupScores]
-    by_domain_group: dict[str, GroupScores]
-    by_category: dict[str, GroupScores]
-    by_reasoning_type: dict[str, GroupScores]
-    by_task_and_category: dict[str, dict[str, GroupScores]]
-    official_equivalent: OfficialEquivalent
-    deviations: list[dict[str, Any]]
-    cases: CaseCounts
-    inference_failed_ids: list[int]
-    evaluation_failed_ids: list[int]
-    invert_negative: bool
 
 
 def group_stats(results: Iterable[CaseResult]) -> GroupStats:

@@ -34,9 +34,11 @@ the right option is the case's rc_hint, three distractors are other cases' rc_hi
 deterministically (see `prompts.probe_choices`). Its accuracy is reported apart from the generation
 scores, to separate knowing what to draw from drawing it.
 
-The parsers and the pixel check are module-level so their code (umni.codeid: source, closure
-values, the globals they read) is what enters the judge and compute nodes' cache keys: editing them
-makes cached verdicts miss, while moving or reformatting them does not.
+The parsers and the pixel check are module-level: their module and qualified name (a node
+parameter) and their code (umni.codeid: source, closure values, the globals they read) enter the
+judge and compute nodes' cache keys. Editing them makes cached verdicts miss, and so would moving or
+renaming them, unless the moved function keeps its name (`umni_graphs.keyed.keyed_as`);
+reformatting them does not.
 """
 
 from __future__ import annotations
@@ -51,10 +53,10 @@ from umni.plugin import CRITIC, UNDERSTAND, Graph, ImageFile, PromptPart, Ref, c
 
 from . import prompts as P
 from . import scoring
-from .cases import GeniusCase
+from .cases import GeniusTask
+from .dataset import GeniusCase
 from .digests import file_sha256
 from .options import GeniusOptions
-from .tasks import GeniusTask
 
 PLAN_NODE = "plan"
 PROBE_NODE = "probe"

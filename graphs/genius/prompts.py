@@ -31,7 +31,7 @@ from pathlib import Path
 
 from umni.plugin import InvalidAnswer, ParseFailure
 
-from .cases import IMAGE_TAG, GeniusCase
+from .dataset import IMAGE_TAG, GeniusCase
 
 Part = str | Path
 

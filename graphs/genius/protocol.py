@@ -2,11 +2,16 @@
 
 The class only answers the engine's questions; each answer lives in the module of its concept:
 
-    tasks.py     a --cases path → tasks (cases + VQA probe options; missing images are skipped)
-    graph.py     one case's graph: rounds, judges, copy checks, reflection, plan, probe
-    records.py   a case's outcomes → its results.jsonl record (and the scoring item of each round)
-    summary.py   records → summary.json scores, failures counted beside them
-    report.py    summary and records → report.html tables and views
+    options.py     the ``--option`` fields, shared by the graph, the records and the summary
+    dataset.py     the published record format and the dataset loader
+    cases.py       a --cases path → tasks (cases + VQA probe options; missing images are skipped)
+    prompts.py     the generation input formats, the judge prompts and their answer parser
+    graph.py       one case's graph: rounds, judges, copy checks, reflection, plan, probe
+    records.py     a case's outcomes → its results.jsonl record (and the scoring item of each
+                   round), and the record's report views
+    scoring.py     the official formulas: item marks, the copy rule, ×50, the weighted Overall
+    summary.py     records → summary.json scores, failures counted beside them, and the tables
+    deviations.py  where umni departs from the official code, counted per run
 """
 
 from __future__ import annotations
@@ -15,17 +20,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import TypeAdapter
-
 from umni.plugin import GENERATE, JUDGE, CaseSet, Graph, Outcome, Protocol, View
 
-from .cases import GeniusRecord
+from .cases import GeniusTask, case_schema, load_tasks
 from .graph import GeniusHandles, build_case_graph
 from .options import GeniusOptions
-from .records import GeniusResult, case_record
-from .report import METRICS, Table, case_views, score_tables
-from .summary import GeniusScores, summarize_records
-from .tasks import GeniusTask, load_tasks
+from .records import GeniusResult, case_record, case_views, final_marks
+from .summary import GeniusScores, Table, score_tables, summarize_records
 
 
 class Genius(Protocol[GeniusTask, GeniusOptions, GeniusResult, GeniusScores]):
@@ -35,13 +36,10 @@ class Genius(Protocol[GeniusTask, GeniusOptions, GeniusResult, GeniusScores]):
     Options = GeniusOptions
 
     def case_schema(self) -> dict[str, Any]:
-        """A case file (``<dimension>/test_data.json``) is a list of records; a task is built from one."""
-        return TypeAdapter(list[GeniusRecord]).json_schema()
+        return case_schema()
 
     def judgements(self, record: GeniusResult) -> dict[str, float | None]:
-        """The final round's RC, VC and AQ marks (0–100) of a case, for judge agreement."""
-        scores = record.get("scores") or {}
-        return {metric: scores.get(metric) for metric in METRICS}
+        return final_marks(record)
 
     def bundled_cases(self) -> Path:
         from umni_cases import bundled

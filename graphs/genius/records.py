@@ -1,7 +1,9 @@
-"""A case's outcomes as one results.jsonl record, and a record's rounds as scoring items.
+"""A case's outcomes as one results.jsonl record, a record's rounds as scoring items, and how a
+record appears in the report.
 
 The record keeps every judge call (mark or failure, and what the judge wrote), so a summary can be
-recomputed and a report drawn from results.jsonl alone.
+recomputed and a report drawn from results.jsonl alone. Failures are always shown as failures
+("parse failure (not scored)"), never as a 0.
 
 **Failures.** A judge answer outside the format is retried by the engine and then recorded as a
 parse failure: that metric of that case is counted under ``judge_failures`` and left out of the
@@ -18,15 +20,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypedDict
 
-from umni.plugin import InputError, Outcome, Ref, node_status
+from umni.plugin import InputError, Outcome, Ref, View, node_status, option_letter
 
 from . import prompts as P
 from . import scoring
-from .cases import GeniusCase
+from .cases import GeniusTask
+from .dataset import DIMENSION_TITLES, GeniusCase
 from .digests import stored_png_sha256
 from .graph import GeniusHandles, HintHandles, RoundHandles
 from .options import GeniusOptions
-from .tasks import GeniusTask
 
 
 class FailureRecord(TypedDict, total=False):
@@ -155,6 +157,12 @@ def case_record(task: GeniusTask, outcomes: Mapping[str, Outcome], handles: Geni
         "nodes": node_status(outcomes),
     }
 
+
+
+def final_marks(record: GeniusResult) -> dict[str, float | None]:
+    """The final round's RC, VC and AQ marks (0–100) of a case, for judge agreement."""
+    scores = record.get("scores") or {}
+    return {metric: scores.get(metric) for metric in scoring.METRICS}
 
 def _get(outcomes: Mapping[str, Outcome], ref: Ref | None) -> Outcome | None:
     """The outcome behind an optional handle (None: the graph has no such node)."""
@@ -383,3 +391,97 @@ def _probe_record(task: GeniusTask, outcome: Outcome | None) -> ProbeRecord:
         "text": output.get("text"),
         "mode": output.get("mode"),
     }
+
+
+# ------------------------------------------------------------------------------ report views
+
+
+def case_views(record: Mapping[str, Any]) -> list[View]:
+    """The task and its context images, the plan, every round (skipped ones say why), the probe."""
+    hints = [("rc_hint", record["rc_hint"])] + [(f"vc_hint {i + 1}", h) for i, h in enumerate(record["vc_hints"])]
+    task = View(f"Task · {DIMENSION_TITLES.get(record['dimension'], record['dimension'])}", None,
+                [("context", record["context"]), ("instruction", record["instruction"]), *hints])
+    views = [task] + [View(f"context image {c['name']}", c["image"]) for c in record["context_images"]]
+    if record["plan"] is not None:
+        views.append(View("Plan", None, [("plan", _shown_text(record["plan"]))]))
+    for entry in record["rounds"]:
+        views.append(_round_view(entry, record["final_round"]))
+    if record.get("probe"):
+        views.append(_probe_view(record["probe"]))
+    return views
+
+
+def _shown_text(entry: dict[str, Any] | None, limit: int = 600) -> str:
+    """A recorded reply, shortened for the page; a failed one shows its failure and raw answer instead."""
+    if entry is None:
+        return "—"
+    if entry.get("text") is not None:
+        text = entry["text"]
+        return text if len(text) <= limit else text[:limit] + " …"
+    failure = entry.get("failure")
+    if failure:
+        raw = f" · raw: {failure['raw'][:300]}" if failure.get("raw") else ""
+        return f"{failure['kind']} failure after {failure['attempts']} attempt(s): {failure['message']}{raw}"
+    return entry.get("status", "—")
+
+
+def _copy_text(judgement: dict) -> str:
+    """The judge's one Copy answer, in words (0 means a copy, as in the official prompt)."""
+    if judgement["status"] != "done":
+        return judgement["status"]
+    return "copy (Copy: 0)" if judgement["value"] == 0 else "not a copy (Copy: 1)"
+
+
+def _marks(judgements: list[dict[str, Any]]) -> str:
+    return ", ".join(str(j["value"]) if j["status"] == "done" else j["status"] for j in judgements)
+
+
+def _score_text(value: Any) -> str:
+    if isinstance(value, dict):
+        return f"{value['failure']} failure (not scored)"
+    return "—" if value is None else f"{value:g}"
+
+
+def _round_view(entry: dict[str, Any], final_round: int | None) -> View:
+    k = entry["round"]
+    if not entry["ran"]:
+        reason = "RC of the previous round reached 2" if entry["status"] == "skipped" else "an input failed"
+        return View(f"Round {k} · {entry['status']} ({reason})", None, [])
+    title = f"Round {k}" + (" · final" if k == final_round else "")
+    rows: list[tuple[str, str]] = []
+    if entry["failure"]:
+        rows.append(("generation", _shown_text({"failure": entry["failure"]})))
+    scores = entry["scores"] or {}
+    rows.append(("RC", f"{_score_text(scores.get('rc'))} · marks {_marks(entry['rc'])}"))
+    rows += [(f"RC judge {j + 1}", _shown_text(x)) for j, x in enumerate(entry["rc"])]
+    if entry["vc"]:
+        rows.append(("VC", f"{_score_text(scores.get('vc'))}"))
+    for h, vc in enumerate(entry["vc"]):
+        pixels = vc["pixels"]
+        if pixels is None:
+            pixel_text = "not checked"
+        else:
+            pixel_text = "exact copy" if pixels["copy"] else f"not a copy (mean diff {pixels['mean_abs_diff']:g})"
+        rows.append((f"VC hint {h + 1}", vc["hint"]))
+        if vc["reference"] is None:
+            rows.append((f"copy check {h + 1}", "no reference image named: this hint counts 0 in every round"))
+            continue
+        judge_text = "off" if vc["copy"] is None else _copy_text(vc["copy"])
+        rows.append((f"copy check {h + 1}", f"pixels: {pixel_text}; judge: {judge_text}"))
+        rows.append((f"VC marks {h + 1}", _marks(vc["rounds"])))
+        rows += [(f"VC {h + 1} judge {j + 1}", _shown_text(x)) for j, x in enumerate(vc["rounds"]) if x["status"] != "skipped"]
+    rows.append(("AQ", f"{_score_text(scores.get('aq'))} · marks {_marks(entry['aq'])}"))
+    if entry["critique"] is not None and entry["critique"]["status"] != "skipped":
+        rows.append(("feedback", _shown_text(entry["critique"])))
+    rc = scores.get("rc")
+    verdict = rc == 100 if isinstance(rc, (int, float)) else None
+    return View(title, entry["image"], rows, verdict=verdict)
+
+
+def _probe_view(probe: dict[str, Any]) -> View:
+    rows = [(option_letter(i), text + (" (key)" if i == probe["answer"] else "")) for i, text in enumerate(probe["options"])]
+    if probe["predicted"] is not None:
+        rows.append(("answered", option_letter(probe["predicted"])))
+    else:
+        rows.append(("answered", _shown_text(probe)))
+    return View("VQA probe", None, rows, verdict=probe["correct"])

@@ -36,8 +36,10 @@ import numpy as np
 from PIL import Image
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, model_validator
 
-from .cases import DIMENSIONS
+from .dataset import DIMENSIONS
 
+#: The three judged metrics: Rule Compliance, Visual Consistency, Aesthetic Quality.
+METRICS = ("rc", "vc", "aq")
 OVERALL_WEIGHTS = {"rc": 0.6, "vc": 0.35, "aq": 0.05}
 SCALE = 50
 

@@ -1,4 +1,4 @@
-"""The summary.json "scores" of a GENIUS run, from its records alone.
+"""The summary.json "scores" of a GENIUS run, from its records alone, and the report's tables.
 
 Scores follow the paper's main table (0–100 per dimension and metric, Overall weighted); judge
 failures, missing outputs and unscored cases are counted beside them, never folded in. The
@@ -12,10 +12,10 @@ from collections.abc import Mapping, Sequence
 from statistics import fmean
 from typing import Any
 
-from umni.plugin import Number, Scores
+from umni.plugin import GENERATE, Number, Scores
 
 from . import scoring
-from .cases import DIMENSIONS
+from .dataset import DIMENSION_TITLES, DIMENSIONS, DIMENSIONS_WITHOUT_VC
 from .deviations import deviations
 from .options import GeniusOptions
 
@@ -293,3 +293,57 @@ def _probe_summary(records: Sequence[Mapping[str, Any]]) -> ProbeScores:
         dimensions={d: tally(mine) for d in DIMENSIONS if (mine := [r for r in records if r["dimension"] == d])},
         versus_rc=versus,
     )
+
+
+Table = tuple[str, list[str], list[list[Any]]]
+
+
+def score_tables(summary: dict[str, Any]) -> list[Table]:
+    """Main table in the paper's column order, then per dimension, failures, reflection and probe."""
+    s = summary["scores"]
+    model = summary.get("bindings", {}).get(GENERATE, "model")
+    header = ["Model", "Overall"]
+    row: list[Any] = [model, s["overall"]]
+    for name in DIMENSIONS:
+        d = s["dimensions"].get(name, {})
+        for metric in scoring.METRICS:
+            header.append(f"{DIMENSION_TITLES[name]} {metric.upper()}")
+            row.append("-" if metric == "vc" and name in DIMENSIONS_WITHOUT_VC else d.get(metric))
+    by_dimension = [
+        [DIMENSION_TITLES[n], d["items"], d["rc"], d["vc"], d["aq"], d["missing_outputs"], _failure_text(d["judge_failures"])]
+        for n, d in s["dimensions"].items()
+    ]
+    pooled = [s["cases"], s["rc"], s["vc"], s["aq"], s["missing_outputs"], _failure_text(s["judge_failures"])]
+    by_dimension.append(["All (data-weighted)", *pooled])
+    failures = [[f"{m.upper()} judge failure ({kind})", n] for m in scoring.METRICS for kind, n in s["judge_failures"][m].items()]
+    failures.append(["missing output (scored 0, as officially)", s["missing_outputs"]])
+    failures += [[f"unscored: {reason}", n] for reason, n in s["unscored"].items()]
+    tables: list[Table] = [
+        ("GENIUS main table (0-100; Overall = 0.6·RC + 0.35·VC + 0.05·AQ)", header, [row]),
+        ("By dimension", ["Dimension", "Cases", "RC", "VC", "AQ", "Missing outputs", "Judge failures"], by_dimension),
+        ("Failures (counted apart from the scores)", ["What", "Cases"], failures),
+    ]
+    if "reflection" in s:
+        r = s["reflection"]
+        rows = [[f"after round {x['round']}", x["overall"], x["rc"], x["vc"], x["aq"], x["cases_running"]] for x in r["by_round"]]
+        title = f"Post-reflection (critic: {r['critic']}; stopped early: {r['stopped_early']} case(s))"
+        tables.append((title, ["Score", "Overall", "RC", "VC", "AQ", "Cases that ran this round"], rows))
+    if "probe" in s:
+        p = s["probe"]
+        rows = [[DIMENSION_TITLES[n], v["accuracy"], v["answered"], v["failed"]] for n, v in p["dimensions"].items()]
+        rows.append(["All", p["accuracy"], p["answered"], p["failed"]])
+        title = "VQA probe accuracy (knows what to draw; apart from generation scores)"
+        tables.append((title, ["Dimension", "Accuracy", "Answered", "Failed"], rows))
+        tables.append(
+            (
+                "Probe vs. Rule Compliance (final round)",
+                ["Probe", "RC 2 (100)", "RC below 2", "RC not scored"],
+                [[k, v["rc_full"], v["rc_partial"], v["rc_unscored"]] for k, v in p["versus_rc"].items()],
+            )
+        )
+    return tables
+
+
+def _failure_text(failures: dict[str, dict[str, int]]) -> str:
+    parts = [f"{m.upper()} {kind} {n}" for m, kinds in failures.items() for kind, n in kinds.items()]
+    return ", ".join(parts) or "none"

@@ -11,7 +11,7 @@ formulas themselves live in ``metrics.py`` and ``masks.py``.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -215,7 +215,7 @@ def puzzle_features(truth: dict[str, Any], files: dict[str, str], *, output: Ima
     return {"output": [float(v) for v in feats[0]], "solution": [float(v) for v in feats[1]]}
 
 
-def puzzle_score(entries: Sequence[dict[str, Any]], *, official: bool = True) -> dict[str, Any]:
+def puzzle_score(entries: Sequence[Mapping[str, Any]], *, official: bool = True) -> dict[str, Any]:
     """exp(-FID/60) of the Fréchet distance between output and solution features, over the whole set.
 
     `official` computes the distance with torchmetrics (`fid.fid_from_features`), as the official

@@ -8,9 +8,12 @@ that stage produces. `umni cases schema umnibench` prints the JSON Schema.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from umni.plugin import CaseSet, read_jsonl
 
 Domain = Literal[
     "Spatial",
@@ -32,6 +35,7 @@ DOMAINS: tuple[str, ...] = get_args(Domain)
 STAGES = ("generation", "interaction", "counterfactual")
 #: Question ids asked after each stage, in order.
 STAGE_QUESTIONS = {"generation": ("Q1", "Q2", "Q3"), "interaction": ("Q4", "Q5", "Q6"), "counterfactual": ("Q7", "Q8", "Q9")}
+STAGE_TITLES = {"generation": "Stage 1 · generation", "interaction": "Stage 2 · interaction", "counterfactual": "Stage 3 · counterfactual"}
 
 
 class Question(BaseModel):
@@ -102,3 +106,9 @@ class UmniCase(BaseModel):
 
     def stage(self, name: str) -> Stage:
         return getattr(self, name)
+
+
+def load_cases(path: Path) -> CaseSet[UmniCase]:
+    """The cases of a ``cases.jsonl`` file, or of the one in the folder `path`."""
+    file = path / "cases.jsonl" if path.is_dir() else path
+    return CaseSet(path=file, cases=read_jsonl(file, UmniCase))

@@ -1,22 +1,17 @@
-"""UmniBench scoring: accuracy (0–100) per question, per stage, overall and per domain.
+"""UmniBench per-case scoring: which answers count, and one case's tallies.
 
-Only answered questions count toward accuracy; a question whose answer is missing (a failed or
-blocked node) is counted under ``failed`` beside the score, never as wrong. A stage's score is the
-mean of its three question accuracies and the overall score the mean of the included questions'
-accuracies (with every question answered this equals pooled accuracy, as in the paper); a domain's
-score pools all its answered questions. In the editing-only mode the generation stage, whose image
-came from a fixed module, is left out of the overall and domain scores.
+A question counts toward accuracy only when it was answered; a question whose answer is missing (a
+failed or blocked node) is counted under ``failed`` beside the score, never as wrong. In the
+editing-only mode the generation stage, whose image came from a fixed module, is left out of the
+overall and domain scores. Every score of the summary is a function of the sums of these tallies.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from statistics import mean
+from collections.abc import Mapping
 from typing import Any
 
-from umni.plugin import Number, Scores
-
-from .cases import STAGE_QUESTIONS, STAGES
+from .cases import STAGES
 
 #: Which stages count toward the overall score in each ability mode.
 SCORED_STAGES = {
@@ -25,25 +20,6 @@ SCORED_STAGES = {
     "generation": STAGES,
     "editing": ("interaction", "counterfactual"),
 }
-
-
-class UmniScores(Scores):
-    """summary.json ``scores``: accuracies (0–100, None where nothing was answered) by stage,
-    question and domain, and per question and per domain how many answers were given and how many
-    failed (a domain counts the questions of the stages that are scored)."""
-
-    overall: Number | None
-    stages: dict[str, Number | None]
-    questions: dict[str, Number | None]
-    domains: dict[str, Number | None]
-    answered: dict[str, int]
-    failed: dict[str, int]
-    domain_answered: dict[str, int]
-    domain_failed: dict[str, int]
-
-
-def _pct(correct: int, answered: int) -> float | None:
-    return round(100.0 * correct / answered, 4) if answered else None
 
 
 def case_tallies(record: Mapping[str, Any], ability: str = "full") -> dict[str, int]:
@@ -62,42 +38,3 @@ def case_tallies(record: Mapping[str, Any], ability: str = "full") -> dict[str, 
                 counts[f"{key}/correct"] = counts.get(f"{key}/correct", 0) + int(correct)
                 counts[f"{key}/answered"] = counts.get(f"{key}/answered", 0) + 1
     return counts
-
-
-def score(records: Sequence[Mapping[str, Any]], ability: str = "full") -> UmniScores:
-    totals: dict[str, int] = {}
-    for record in records:
-        for key, count in case_tallies(record, ability).items():
-            totals[key] = totals.get(key, 0) + count
-    return score_tallies(totals, ability)
-
-
-def score_tallies(totals: Mapping[str, int], ability: str = "full") -> UmniScores:
-    """The scores of cases whose `case_tallies` sum to `totals`."""
-    stages_counted = SCORED_STAGES[ability]
-
-    def count(key: str) -> int:
-        return totals.get(key, 0)
-
-    questions = {
-        qid: _pct(count(f"question/{qid}/correct"), count(f"question/{qid}/answered"))
-        for stage in STAGES for qid in STAGE_QUESTIONS[stage]
-    }
-    stages: dict[str, float | None] = {}
-    for stage in STAGES:
-        values = [v for q in STAGE_QUESTIONS[stage] if (v := questions[q]) is not None]
-        stages[stage] = round(mean(values), 4) if values and stage in stages_counted else None
-    included = [v for s in stages_counted for q in STAGE_QUESTIONS[s] if (v := questions[q]) is not None]
-    # a domain is listed when any of its questions in a scored stage was asked (answered or failed)
-    names = sorted({key[len("domain/"):key.rindex("/")] for key, n in totals.items()
-                    if n and key.startswith("domain/") and not key.endswith("/correct")})
-    return UmniScores(
-        overall=round(mean(included), 4) if included else None,
-        stages=stages,
-        questions=questions,
-        domains={d: _pct(count(f"domain/{d}/correct"), count(f"domain/{d}/answered")) for d in names},
-        answered={qid: count(f"question/{qid}/answered") for qid in questions},
-        failed={qid: count(f"question/{qid}/failed") for qid in questions},
-        domain_answered={d: count(f"domain/{d}/answered") for d in names},
-        domain_failed={d: count(f"domain/{d}/failed") for d in names},
-    )

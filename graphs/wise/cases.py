@@ -23,11 +23,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, TypeAdapter
 
-from umni.plugin import InputError, InputErrors, read_json_records
+from umni.plugin import CaseSet, InputError, InputErrors, Note, read_json_records
+
+from . import prompts as P
+
+if TYPE_CHECKING:
+    from .options import WiseOptions
 
 Variant = Literal["legacy", "verified"]
 VARIANTS: tuple[Variant, ...] = ("legacy", "verified")
@@ -299,3 +304,82 @@ def _record_label(index: int, raw: object) -> str:
     if isinstance(raw, dict) and isinstance(raw.get("prompt_id"), int):
         return f"#{index} (prompt_id {raw['prompt_id']})"
     return f"#{index}"
+
+
+@dataclass(frozen=True)
+class WiseCase:
+    """One prompt of the chosen set, with the category its id falls in and the file it came from."""
+
+    prompt: WisePrompt
+    set: Variant
+    category: str
+    file: str
+    rewrite: bool = False
+
+    @property
+    def id(self) -> str:
+        return str(self.prompt.prompt_id)
+
+
+def prompt_file_schema() -> dict[str, Any]:
+    """A WISE file is a JSON list of prompt records."""
+    return TypeAdapter(list[WisePrompt]).json_schema()
+
+
+def load_cases(path: Path, options: WiseOptions) -> CaseSet[WiseCase]:
+    """Read a single WISE JSON file, a set folder (official file names), a folder holding
+    ``legacy/`` and ``verified/`` set folders, or the published repository as cloned
+    (``data_verified/``, ``WISE_legacy/data/``). Files of the other set are refused, named or
+    recognised by their labels: their id ranges differ, so they are never scored with these."""
+    if options.judge_prompt is not None:
+        if not options.judge_prompt.is_file():
+            raise InputError("the judge template file (judge_prompt) does not exist", path=options.judge_prompt)
+        P.judge_template(options.judge_prompt)  # a bad template fails here, before any work
+    variant = options.prompt_set
+    path = Path(path)
+    if path.is_file():
+        if options.rewrite and not path.name.endswith(REWRITE_SUFFIX):
+            raise InputError(
+                f"rewrite=true reads the explicit rewrite prompts (*{REWRITE_SUFFIX}); pass one of those files "
+                "or the legacy set folder",
+                path=path,
+            )
+        refuse_other_set_file(path, variant)
+        prompts = sorted(load_prompts(path), key=lambda p: p.prompt_id)
+        refuse_other_set_labels(prompts, variant, path)
+        files = [path]
+        sources: dict[int, Path] = {}
+        missing = missing_ids((p.prompt_id for p in prompts), expected_ids(variant))
+        where = path
+    else:
+        where = set_folder(path, variant)
+        loaded = load_set(where, variant, rewrite=options.rewrite)
+        prompts, files, missing, sources = loaded.prompts, loaded.files, loaded.missing, loaded.sources
+    if not prompts:
+        raise InputError(f"no WISE prompts in {'this file' if path.is_file() else 'these files'}", path=where)
+    cases = [
+        WiseCase(
+            p, variant, category_of(p.prompt_id, variant), sources.get(p.prompt_id, files[0]).name, options.rewrite
+        )
+        for p in prompts
+    ]
+    notes = [
+        Note(
+            f"prompt_id {c.prompt.prompt_id}",
+            "Category",
+            f"labelled {c.prompt.Category!r}, but its id places it in {c.category} "
+            f"({OFFICIAL_CATEGORY[c.category]!r}); the id decides, as in the official scoring",
+        )
+        for c in cases
+        if c.prompt.Category != OFFICIAL_CATEGORY[c.category]
+    ]
+    if missing:
+        notes.append(
+            Note(
+                "(whole set)",
+                "prompt_id",
+                f"{len(missing)} of the {len(expected_ids(variant))} {variant} prompt ids are not in these files; "
+                "the summary lists them and scores only the prompts present",
+            )
+        )
+    return CaseSet(path=where, cases=cases, notes=notes)

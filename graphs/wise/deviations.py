@@ -9,8 +9,11 @@ figure sits beside umni's wherever a deviation can change a number.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from .records import WiseRecord
 
 #: id -> (what the official code does, what umni does, changes_score)
 DEVIATIONS: dict[str, tuple[str, str, bool]] = {
@@ -45,7 +48,7 @@ DEVIATIONS: dict[str, tuple[str, str, bool]] = {
 
 
 def deviations(
-    records: list[dict[str, Any]],
+    records: Sequence[WiseRecord],
     umni_overall: float | None,
     official_overall: float | None,
     *,
@@ -80,7 +83,7 @@ def deviations(
     return out
 
 
-def _differs(record: dict[str, Any]) -> bool:
+def _differs(record: WiseRecord) -> bool:
     """Whether the official reading of the kept reply differs from what umni recorded."""
     official = record.get("official")
     if record.get("failure") is not None:

@@ -9,6 +9,7 @@ retry and, failing that, count the item as a judge failure.
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 from typing import NamedTuple
@@ -114,6 +115,17 @@ def load_judge_template(path: str | Path) -> JudgeTemplate:
     if system is not None and not isinstance(system, str):
         raise InputError("'system' must be text", path=path, field="system")
     return JudgeTemplate(system=system, user=user)
+
+
+def judge_template(path: Path) -> JudgeTemplate:
+    """The judge template of `path`, read once per file version (every case's graph asks for it)."""
+    stat = path.stat()
+    return _read_template(str(path), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=8)
+def _read_template(path: str, mtime_ns: int, size: int) -> JudgeTemplate:
+    return load_judge_template(path)
 
 
 class LegacyScores(NamedTuple):

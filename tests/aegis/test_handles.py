@@ -14,7 +14,8 @@ from umni.engine.runner import Runner
 from umni.graph.outcomes import CaseResult
 from umni.store.cache import Cache
 from umni.util.policy import RetryPolicy
-from umni_graphs.aegis.protocol import PROTOCOL, AegisHandles
+from umni_graphs.aegis.graph import AegisHandles
+from umni_graphs.aegis.protocol import PROTOCOL
 
 CASES = PROTOCOL.load(PROTOCOL.bundled_cases(), PROTOCOL.parse_options({})).cases
 VARIANTS = [{}, {"reasoning": "plugin"}, {"rewrite": "self"}, {"condition_on_previous": "true", "max_images": "3"}]

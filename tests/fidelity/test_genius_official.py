@@ -19,7 +19,7 @@ from PIL import Image
 
 from umni.run.evaluation import RunRequest, evaluate
 from umni.util.errors import InvalidAnswer, ParseFailure
-from umni_graphs.genius.cases import load_dimension
+from umni_graphs.genius.dataset import load_dimension
 from umni_graphs.genius.graph import copy_question_needed, no_copy_found
 from umni_graphs.genius.prompts import copy_check_prompt, official_reading, parse_judge_answer
 from umni_graphs.genius.records import official_item

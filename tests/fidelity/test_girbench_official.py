@@ -17,8 +17,8 @@ from PIL import Image
 from umni.backends.roles import OcrLine
 from umni.cli import main as cli_main
 from umni_graphs.girbench import PROTOCOL, GirOptions
-from umni_graphs.girbench.cases import SpatialCase, SudokuSpec, load_uni_cases
-from umni_graphs.girbench.protocol import present_tasks
+from umni_graphs.girbench.cases import present_tasks
+from umni_graphs.girbench.dataset import SpatialCase, SudokuSpec, load_uni_cases
 from umni_graphs.girbench.sudoku import official_digits, official_sudoku_accuracy, official_threshold
 
 SOLUTION = [[1, 2, 3, 4], [3, 4, 1, 2], [2, 1, 4, 3], [4, 3, 2, 1]]
@@ -377,7 +377,7 @@ def test_puzzle_fid_equals_the_official_torchmetrics_call(tmp_path, inception_we
 
 def test_default_graphs_use_the_official_extractors_not_the_embed_role():
     from umni_cases import bundled
-    from umni_graphs.girbench.protocol import load_tasks
+    from umni_graphs.girbench.cases import load_tasks
 
     case_set = load_tasks(bundled("girbench"), GirOptions(tasks="uni,puzzle"))
     puzzle = next(c for c in case_set.cases if c.task == "puzzle")

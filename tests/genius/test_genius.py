@@ -11,7 +11,7 @@ from PIL import Image
 
 from umni.util.errors import InputError, InputErrors, InvalidAnswer, ParseFailure
 from umni_cases import bundled
-from umni_graphs.genius.cases import DIMENSIONS, image_file_name, load_dataset, load_dimension
+from umni_graphs.genius.dataset import DIMENSIONS, image_file_name, load_dataset, load_dimension
 from umni_graphs.genius.prompts import (
     ANSWER_HEADING,
     InputFormat,

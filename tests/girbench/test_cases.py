@@ -9,7 +9,7 @@ import pytest
 from PIL import Image
 
 from umni.util.errors import InputError, InputErrors
-from umni_graphs.girbench.cases import (
+from umni_graphs.girbench.dataset import (
     NUMERICAL_FILE,
     find_task_file,
     load_numerical_cases,
@@ -250,12 +250,14 @@ def test_puzzle_cases_pair_question_and_solution(tmp_path):
     touch_png(base / "question" / "001.png")
     cases = load_puzzle_cases(tmp_path)
     assert [c.id for c in cases] == [1, 12]
-    assert missing_images(cases) == [("12", base / "question" / "012.png")]
+    assert missing_images(cases) == []
+    assert cases[0].missing_input() is None
+    assert cases[1].question_image is None and "012.png (or 12.png) in VisualPuzzle/question/" in (cases[1].missing_input() or "")
     touch_png(base / "solution" / "final.png")
     with pytest.raises(InputError, match="must be a number"):
         load_puzzle_cases(tmp_path)
-    with pytest.raises(InputError, match="outside the data directory"):
-        load_puzzle_cases(tmp_path, question_dir="../elsewhere")
+    with pytest.raises(InputError, match="puzzle_inputs"):
+        load_puzzle_cases(tmp_path, inputs="elsewhere")
 
 
 def test_missing_directories_are_input_errors(tmp_path):

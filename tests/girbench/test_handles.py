@@ -22,7 +22,7 @@ from umni.store.cache import Cache
 from umni.util.spec import Spec
 from umni_cases import bundled
 from umni_graphs.girbench import PROTOCOL, GirOptions
-from umni_graphs.girbench.protocol import GirHandles
+from umni_graphs.girbench.graph import GirHandles
 
 
 class CornerBoxes(Backend):

@@ -172,6 +172,62 @@ def test_missing_images_and_absent_tasks(tmp_path):
         PROTOCOL.load(tmp_path / "cases" / "VisualLogic" / "sudoku", GirOptions())
 
 
+def puzzle_copy(root: Path, inputs: str) -> Path:
+    """The bundled Visual Puzzle set with its shuffled inputs in a folder named `inputs`."""
+    shutil.copytree(BUNDLED / "VisualPuzzle" / "solution", root / "VisualPuzzle" / "solution")
+    shutil.copytree(BUNDLED / "VisualPuzzle" / "question", root / "VisualPuzzle" / inputs)
+    return root
+
+
+def test_puzzle_inputs_are_found_beside_the_solutions_whatever_their_folder_is_named(tmp_path):
+    """The official evaluation reads only VisualPuzzle/solution/; the shuffled inputs are the one
+    other folder of numbered images there, so a copy naming it input/ runs every puzzle."""
+    root = puzzle_copy(tmp_path / "cases", "input")
+    case_set = PROTOCOL.load(root, GirOptions(features="embed"))
+    assert [c.id for c in case_set.cases] == ["puzzle/001", "puzzle/002", "puzzle/003"] and case_set.skipped == []
+    assert [c.data.question_image for c in case_set.cases] == [root / "VisualPuzzle" / "input" / f"00{i}.png" for i in (1, 2, 3)]
+    # inputs named by the bare id (7.png) pair with the solution 007.png, as the official names do
+    (root / "VisualPuzzle" / "input" / "002.png").rename(root / "VisualPuzzle" / "input" / "2.png")
+    second = PROTOCOL.load(root, GirOptions(features="embed")).cases[1]
+    assert second.data.question_image == root / "VisualPuzzle" / "input" / "2.png"
+
+
+def test_puzzle_inputs_option_names_the_folder(tmp_path):
+    root = puzzle_copy(tmp_path / "cases", "input")
+    shutil.copytree(root / "VisualPuzzle" / "input", root / "VisualPuzzle" / "shuffled")
+    with pytest.raises(InputError, match=r"input/, shuffled/.*--option puzzle_inputs="):
+        PROTOCOL.load(root, GirOptions(features="embed"))
+    chosen = PROTOCOL.load(root, PROTOCOL.parse_options({"features": "embed", "puzzle_inputs": "shuffled"}))
+    assert {c.data.question_image.parent for c in chosen.cases} == {root / "VisualPuzzle" / "shuffled"}
+    elsewhere = puzzle_copy(tmp_path / "other", "question") / "VisualPuzzle" / "question"
+    chosen = PROTOCOL.load(root, PROTOCOL.parse_options({"features": "embed", "puzzle_inputs": str(elsewhere)}))
+    assert {c.data.question_image.parent for c in chosen.cases} == {elsewhere}
+    with pytest.raises(InputError, match="puzzle_inputs"):
+        PROTOCOL.load(root, PROTOCOL.parse_options({"features": "embed", "puzzle_inputs": "absent"}))
+    # the default settings leave summaries as they were: an unset option is not written out
+    assert "puzzle_inputs" not in PROTOCOL.parse_options({}).model_dump()
+
+
+def test_a_skipped_puzzle_says_which_folders_were_tried(tmp_path):
+    root = puzzle_copy(tmp_path / "cases", "input")
+    (root / "VisualPuzzle" / "input" / "003.png").unlink()
+    case_set = PROTOCOL.load(root, GirOptions(features="embed"))
+    (skip,) = case_set.skipped
+    assert skip.case_id == "puzzle/003"
+    assert "VisualPuzzle/input/" in skip.reason and "--option puzzle_inputs=" in skip.reason
+    # no folder of inputs at all: every folder looked at is named
+    shutil.rmtree(root / "VisualPuzzle" / "input")
+    (root / "VisualPuzzle" / "notes").mkdir()
+    with pytest.raises(InputError, match=r"no input image.*VisualPuzzle/notes/.*--option puzzle_inputs="):
+        PROTOCOL.load(root, GirOptions(features="embed", tasks="puzzle"))
+
+
+def test_a_copy_with_an_input_folder_scores_every_puzzle(tmp_path):
+    root = puzzle_copy(tmp_path / "cases", "input")
+    result = run(tmp_path, cases=root, roles=["embed=test-pixels/grid"])
+    assert result.summary["scores"]["metrics"]["puzzle"]["scored"] == 3
+
+
 def test_perception_without_a_target_description_is_skipped(tmp_path):
     root = tmp_path / "cases"
     shutil.copytree(BUNDLED / "ReasoningPerception", root / "ReasoningPerception")

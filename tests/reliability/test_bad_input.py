@@ -23,8 +23,8 @@ from hypothesis import strategies as st
 from umni.cli import main
 from umni.util.errors import InputError, InputErrors
 from umni_graphs.aegis.cases import load_cases as load_aegis
-from umni_graphs.genius.cases import load_dimension as load_genius_dimension
-from umni_graphs.girbench.cases import (
+from umni_graphs.genius.dataset import load_dimension as load_genius_dimension
+from umni_graphs.girbench.dataset import (
     load_numerical_cases,
     load_spatial_cases,
     load_text_cases,

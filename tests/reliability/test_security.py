@@ -17,8 +17,8 @@ from umni.backends.bindings import Bindings
 from umni.run.evaluation import RunRequest, evaluate
 from umni.util.errors import InputError, InputErrors
 from umni_graphs.aegis.cases import load_cases as load_aegis
-from umni_graphs.genius.cases import load_dimension as load_genius_dimension
-from umni_graphs.girbench.cases import load_visual_logic_cases
+from umni_graphs.genius.dataset import load_dimension as load_genius_dimension
+from umni_graphs.girbench.dataset import load_visual_logic_cases
 
 REPO = Path(__file__).resolve().parents[2]
 SOURCE_DIRS = ("umni", "graphs", "adapters")

@@ -20,7 +20,7 @@ from umni.run.evaluation import RunRequest, evaluate
 from umni.run.rejudge import rejudge
 from umni.store.completion import MARKER
 from umni.util.errors import InputError, InputErrors, StorageError
-from umni_graphs.girbench.cases import load_visual_logic_cases
+from umni_graphs.girbench.dataset import load_visual_logic_cases
 
 REPO = Path(__file__).resolve().parents[2]
 

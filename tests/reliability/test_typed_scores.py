@@ -19,11 +19,11 @@ from tiny_protocol import DrawAndJudge, ScriptedModel, run_protocol
 
 from umni.backends.bindings import Bindings
 from umni.protocols import Number, Scores, get_protocol, scores_json
-from umni_graphs.aegis.scoring import AegisScores
+from umni_graphs.aegis.summary import AegisScores
 from umni_graphs.genius.summary import GeniusScores
-from umni_graphs.girbench.protocol import GirScores
-from umni_graphs.umnibench.scoring import UmniScores
-from umni_graphs.wise.scores import WiseScores
+from umni_graphs.girbench.summary import GirScores
+from umni_graphs.umnibench.summary import UmniScores
+from umni_graphs.wise.summary import WiseScores
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "expected"
 MODELS: dict[str, type[Scores]] = {

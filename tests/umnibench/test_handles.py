@@ -11,7 +11,8 @@ from umni.backends.bindings import Bindings
 from umni.engine.runner import Runner
 from umni.graph.outcomes import CaseResult
 from umni.store.cache import Cache
-from umni_graphs.umnibench.protocol import PROTOCOL, UmniHandles
+from umni_graphs.umnibench.graph import UmniHandles
+from umni_graphs.umnibench.protocol import PROTOCOL
 
 
 def test_build_returns_handles_to_every_scored_node():

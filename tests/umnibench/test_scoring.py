@@ -12,7 +12,8 @@ from umni.reporting.intervals import bootstrap_intervals
 from umni.reporting.runset import Run
 from umni_graphs.umnibench.cases import STAGE_QUESTIONS
 from umni_graphs.umnibench.protocol import PROTOCOL
-from umni_graphs.umnibench.scoring import SCORED_STAGES, case_tallies, score, score_tallies
+from umni_graphs.umnibench.scoring import SCORED_STAGES, case_tallies
+from umni_graphs.umnibench.summary import score, score_tallies
 
 STAGE_OF = {q: s for s, qs in STAGE_QUESTIONS.items() for q in qs}
 
