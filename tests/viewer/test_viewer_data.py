@@ -456,3 +456,66 @@ def test_node_facts_are_found_for_a_case_id_that_is_not_ascii(tmp_path):
     assert node_facts(tmp_path / "events.jsonl", "ケース-1 é") == {
         "q0": {"retries": 0, "seconds": 0.5, "calls": 2, "role": "understand", "cached": False}
     }
+
+
+def test_a_run_finished_while_it_is_viewed_answers_each_case_with_its_new_record(tmp_path, serve):
+    """Issue 34 item 5: `umni view R` on a run made with --phase generate,edit, then the run finished
+    into the same folder: results.jsonl is rewritten, so the offsets read at the start are stale.
+    Every case is answered with its own record as it now stands (never a 500, never another case's),
+    and the index, list and tables show the finished run."""
+    from umni.cli import main
+
+    out = tmp_path / "R"
+    command = ["run", "umnibench", "--model", "sim/umm", "--limit", "3", "--out", str(out), "--cache", str(tmp_path / "c"), "--quiet"]
+    assert main([*command, "--phase", "generate,edit"]) == 0
+    base = serve([out])
+    (run,) = json.loads(get(base + "api/index.json")[1])["runs"]
+    assert run["coverage"][0] < run["coverage"][1]  # answers and judgements pending
+    ids = [c["case_id"] for c in json.loads(get(base + "api/cases")[1])["cases"]]
+    assert len(ids) == 3 and all(raw_get(base, f"/api/case?run=R&id={i}")[0] == 200 for i in ids)
+
+    assert main(command) == 0  # the run finished into the same folder
+    records = {r["case_id"]: r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
+    for case_id in ids:
+        status, body = raw_get(base, f"/api/case?run=R&id={urllib.request.quote(case_id)}")
+        assert status == 200, body[:300]
+        case = json.loads(body)
+        assert case["case_id"] == case_id and case["transcript"] == records[case_id]["transcript"]
+        assert case["nodes"] == records[case_id]["nodes"]
+    fresh = ViewerData([out])  # what a viewer started now serves
+    (run,) = json.loads(get(base + "api/index.json")[1])["runs"]
+    assert run["coverage"][0] == run["coverage"][1] and run == fresh.index()["runs"][0]
+    assert json.loads(get(base + "api/cases")[1]) == fresh.query({})
+    assert json.loads(get(base + "api/tables.json")[1]) == fresh.tables()
+
+
+def test_a_record_whose_offset_now_holds_another_case_is_never_served(demo_runs, tmp_path):
+    """A results.jsonl rewritten in place with its lines reordered, each line padded to one length:
+    every stored offset now points at a whole line of another case, with the file's size and
+    modification time unchanged. Each case still gets its own record."""
+    import os
+    import shutil
+
+    from umni.protocols.protocol import get_protocol
+    from umni.reporting.caseindex import write_case_index
+
+    run_dir = tmp_path / "wise"
+    shutil.copytree(demo_runs / "wise-5", run_dir)
+    results = run_dir / "results.jsonl"
+    lines = results.read_bytes().splitlines()
+    width = max(map(len, lines))
+    results.write_bytes(b"".join(line.ljust(width) + b"\n" for line in lines))  # JSON allows trailing blanks
+    write_case_index(run_dir, get_protocol("wise"))
+    data = ViewerData([run_dir])
+    key = data.runs[0].key
+    ids = [json.loads(line)["case_id"] for line in lines]
+    assert [data.record(key, i)["case_id"] for i in ids] == ids
+
+    stat = results.stat()
+    with results.open("r+b") as handle:  # in place: same file, same size
+        handle.write(b"".join(line.ljust(width) + b"\n" for line in reversed(lines)))
+    os.utime(results, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert results.stat().st_size == stat.st_size and results.stat().st_mtime_ns == stat.st_mtime_ns
+    for case_id in ids:
+        assert data.record(key, case_id)["case_id"] == case_id
+        assert data.case(key, case_id)["case_id"] == case_id and data.case(key, case_id)["record"]["case_id"] == case_id

@@ -68,7 +68,6 @@ def viewer_app(data: ViewerData, allowed_hosts: list[str], status: Callable[[], 
     pages = static.get_directories(packages=[_STATIC])[0]
     thumbs: dict[str, bytes] = {}
     lock = threading.Lock()
-    index_body = json.dumps(data.index(), ensure_ascii=False).encode()
 
     def page(name: str) -> Callable[[Request], Response]:
         def endpoint(request: Request) -> Response:
@@ -108,7 +107,7 @@ def viewer_app(data: ViewerData, allowed_hosts: list[str], status: Callable[[], 
 
     routes: list[BaseRoute] = [
         Route("/api/status", lambda request: _json(status())),
-        Route("/api/index.json", lambda request: _body(index_body)),
+        Route("/api/index.json", lambda request: _body(data.index_json())),
         Route("/api/tables.json", lambda request: _json(data.tables())),
         Route("/api/cases", cases),
         Route("/api/case", case_by_key),

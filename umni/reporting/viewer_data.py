@@ -1,6 +1,11 @@
 """What the viewer serves, read from run directories: the runs, their paged and searchable case
 index, one case's record with its transcript facts (seconds, calls, retries from events.jsonl), the
-stored tables, and images (thumbnails made once)."""
+stored tables, and images (thumbnails made once).
+
+A run directory may change while it is viewed (a `--phase` run finished, a run resumed into the
+same folder): each request first looks whether a run's results.jsonl, summary.json or case index
+changed since they were read (one stat of each) and reads that run again; and a record is served
+only when the line at its stored offset is that case's, else its index is rebuilt from results.jsonl."""
 
 
 from __future__ import annotations
@@ -16,7 +21,9 @@ from typing import Any
 
 from PIL import Image
 
+from umni.protocols.caseio import read_json
 from umni.reporting.caseindex import (
+    INDEX_FILE,
     build_index,
     case_category,
     read_case_index,
@@ -39,6 +46,29 @@ _SHA = re.compile(r"^[0-9a-f]{64}$")
 _BULKY = {"nodes", "transcript"}
 #: Entry columns (see caseindex.FIELDS).
 _ID, _CATEGORY, _STATUS, _SCORE, _OUT_OF, _FAILURES, _OFFSET, _LENGTH = range(8)
+#: The files of a run directory whose change means the viewer reads the run again.
+_WATCHED = ("results.jsonl", "summary.json", INDEX_FILE)
+
+
+def folder_signature(path: Path | None) -> tuple[Any, ...]:
+    """(inode, size, modification time) of each watched file of a run directory, None where missing:
+    a rewrite (always a new file, renamed into place) changes the inode at least."""
+    signature: list[Any] = []
+    if path is None:
+        return ()
+    for name in _WATCHED:
+        try:
+            stat = (path / name).stat()
+        except OSError:
+            signature.append(None)
+            continue
+        signature.append((stat.st_ino, stat.st_size, stat.st_mtime_ns))
+    return tuple(signature)
+
+
+class StaleIndex(Exception):
+    """The line at a case's stored offset is not that case's record: results.jsonl changed since
+    its index was read."""
 
 
 def run_keys(paths: list[Path | None]) -> list[str]:
@@ -60,6 +90,12 @@ class _RunData:
     key: str
     blobs: Blobs | None
     entries: list[list[Any]]
+    #: what the run's files were when read (`folder_signature`)
+    signature: tuple[Any, ...] = ()
+    #: case id -> position in `entries`
+    positions: dict[str, int] = field(default_factory=dict)
+    #: made before tables.json existed (its intervals are left empty)
+    no_intervals: bool = False
     _search: list[str] | None = None
     _protocol: Any = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -85,9 +121,17 @@ class _RunData:
             return self._search or []
 
     def record(self, position: int) -> dict[str, Any]:
+        """The record of the case at `position`, read at its offset; `StaleIndex` when the bytes
+        there are not that case's whole line."""
         assert self.run.path is not None
         item = self.entries[position]
-        return read_record(self.run.path / "results.jsonl", item[_OFFSET], item[_LENGTH])
+        try:
+            record = read_record(self.run.path / "results.jsonl", item[_OFFSET], item[_LENGTH])
+        except ValueError:  # cut mid-record (JSON or UTF-8): the file was rewritten
+            raise StaleIndex() from None
+        if not isinstance(record, dict) or str(record.get("case_id")) != item[_ID]:
+            raise StaleIndex()
+        return record
 
 
 class ViewerData:
@@ -102,33 +146,82 @@ class ViewerData:
         runs = label_runs(find_runs(finished, skipped=self.skipped)) if finished else []
         if not runs and in_progress is None:
             raise InputError("no finished runs found", path=paths[0] if paths else None)
-        self.missing_intervals = [r for r in runs if r.intervals is None]
-        for run in self.missing_intervals:
-            run.intervals = {}  # made before tables.json existed: no interval, rather than minutes of bootstrap here
-        self._runs_for_tables = runs
         self._tables: list[dict[str, Any]] | None = None
         self._tables_lock = threading.Lock()
+        self._index_json: bytes | None = None
         self._prices: dict[str, Price] | None = None
         self._prices_lock = threading.Lock()
-        self.runs: list[_RunData] = []
-        self._by_case: dict[tuple[str, str], list[int]] = {}
-        self._positions: list[dict[str, int]] = []
-        for index, (run, key) in enumerate(zip(runs, run_keys([r.path for r in runs]))):
-            data = _RunData(run, key, self._blobs(run), [])
-            stored = read_case_index(run.path) if run.path is not None else None
-            if stored is not None:
-                data.entries = stored.entries
-            elif run.path is not None and (run.path / "results.jsonl").exists():
-                built, texts = build_index(data.protocol, run.path / "results.jsonl")  # an older run: the slow way, once
-                data.entries, data._search = built.entries, texts
-            self.runs.append(data)
-            protocol_name = run.summary.get("protocol", "?")
-            positions: dict[str, int] = {}
-            for position, item in enumerate(data.entries):
-                positions[item[_ID]] = position
-                self._by_case.setdefault((protocol_name, item[_ID]), []).append(index)
-            self._positions.append(positions)
+        self._reload_lock = threading.RLock()
+        self.runs = [self._read(run, key) for run, key in zip(runs, run_keys([r.path for r in runs]))]
+        self._by_case = self._cases_by_id()
         self.keys = {data.key: i for i, data in enumerate(self.runs)}
+
+    def _read(self, run: Run, key: str, *, blobs: Blobs | None = None, rebuild: bool = False) -> _RunData:
+        """One run's data: its stored case index, or (none stored, a stale one, or `rebuild`) one
+        built from results.jsonl."""
+        data = _RunData(run, key, blobs or self._blobs(run), [], signature=folder_signature(run.path), no_intervals=run.intervals is None)
+        if data.no_intervals:
+            run.intervals = {}  # made before tables.json existed: no interval, rather than minutes of bootstrap here
+        stored = read_case_index(run.path) if run.path is not None and not rebuild else None
+        if stored is not None:
+            data.entries = stored.entries
+        elif run.path is not None and (run.path / "results.jsonl").exists():
+            built, texts = build_index(data.protocol, run.path / "results.jsonl")  # an older run: the slow way, once
+            data.entries, data._search = built.entries, texts
+        data.positions = {item[_ID]: position for position, item in enumerate(data.entries)}
+        return data
+
+    def _cases_by_id(self) -> dict[tuple[str, str], list[int]]:
+        """(protocol, case id) -> the runs holding that case."""
+        by_case: dict[tuple[str, str], list[int]] = {}
+        for index, data in enumerate(self.runs):
+            protocol_name = data.run.summary.get("protocol", "?")
+            for case_id in data.positions:
+                by_case.setdefault((protocol_name, case_id), []).append(index)
+        return by_case
+
+    def refresh(self) -> None:
+        """Read again each run whose results.jsonl, summary.json or case index changed since they
+        were read (a run finished or resumed into the same folder)."""
+        with self._reload_lock:
+            changed = [i for i, data in enumerate(self.runs) if folder_signature(data.run.path) != data.signature]
+            for index in changed:
+                self._reread(index)
+
+    def _reread(self, index: int, *, rebuild: bool = False) -> None:
+        """Replace one run's data (under `_reload_lock`); a summary that cannot be read now (being
+        replaced) leaves the run as it was, to be read on a later request."""
+        old = self.runs[index]
+        assert old.run.path is not None
+        try:
+            summary = read_json(old.run.path / "summary.json")
+        except (OSError, ValueError, InputError):
+            return
+        run = Run(summary, old.run.path, label=old.run.label)  # the label: the same run, the same bindings
+        runs = list(self.runs)  # a new list: a request holding the old one reads one consistent state
+        runs[index] = self._read(run, old.key, blobs=old.blobs, rebuild=rebuild)
+        self.runs = runs
+        self._by_case = self._cases_by_id()
+        self._tables = None
+        self._index_json = None
+
+    def _record(self, index: int, case_id: str) -> tuple[_RunData, int, dict[str, Any]] | None:
+        """The run's data, the case's position and its record, the index rebuilt from results.jsonl
+        when the stored offset no longer holds that case (then read once more)."""
+        for attempt in range(2):
+            data = self.runs[index]
+            position = data.positions.get(case_id)
+            if position is None or data.run.path is None:
+                return None
+            try:
+                return data, position, data.record(position)
+            except StaleIndex:
+                if attempt == 1:
+                    return None
+                with self._reload_lock:
+                    if self.runs[index] is data:  # not already read again by another request
+                        self._reread(index, rebuild=True)
+        return None
 
     @property
     def cases(self) -> list[list[Any]]:
@@ -137,10 +230,12 @@ class ViewerData:
 
     def tables(self) -> list[dict[str, Any]]:
         """The leaderboard tables from the summaries and the stored intervals (fast: nothing re-scored)."""
+        self.refresh()
         with self._tables_lock:
-            if self._tables is None:
-                self._tables = [t.to_json() for t in build_tables(self._runs_for_tables)]
-            return self._tables
+            tables = self._tables
+            if tables is None:
+                tables = self._tables = [t.to_json() for t in build_tables([data.run for data in self.runs])]
+            return tables
 
     def warm(self) -> None:
         """Load what opening a case needs and the start did without (each run's protocol code, the
@@ -182,7 +277,16 @@ class ViewerData:
         except Exception:  # a record of an older shape: the transcript and raw record still show
             return []
 
+    def index_json(self) -> bytes:
+        """`index` as /api/index.json sends it (made once for each state of the runs)."""
+        with self._reload_lock:
+            self.refresh()
+            if self._index_json is None:
+                self._index_json = json.dumps(self.index(), ensure_ascii=False).encode()
+            return self._index_json
+
     def index(self) -> dict[str, Any]:
+        self.refresh()
         runs = []
         categories: set[str] = set()
         kinds: set[str] = set()
@@ -205,19 +309,21 @@ class ViewerData:
                 kinds.update(item[_FAILURES])
         return {"runs": runs, "total": sum(len(d.entries) for d in self.runs), "skipped": [str(p) for p in self.skipped],
                 "categories": sorted(c for c in categories if c), "failure_kinds": sorted(kinds),
-                "no_intervals": [r.label for r in self.missing_intervals]}
+                "no_intervals": [data.run.label for data in self.runs if data.no_intervals]}
 
     def query(self, params: dict[str, str]) -> dict[str, Any]:
         """One page of the case list: filters, search and sort as /api/cases takes them."""
+        self.refresh()
+        runs = self.runs  # this state throughout, should a run be read again meanwhile
         run = params.get("run", "")
         status = set(filter(None, params.get("status", "").split(",")))
         category, kind = params.get("category", ""), params.get("failure", "")
         q = params.get("q", "").strip().lower()
         low, high = _float(params.get("min")), _float(params.get("max"))
-        chosen = [self.keys[run]] if run in self.keys else ([] if run else range(len(self.runs)))
+        chosen = [self.keys[run]] if run in self.keys else ([] if run else range(len(runs)))
         found: list[tuple[int, int]] = []
         for r in chosen:
-            data = self.runs[r]
+            data = runs[r]
             texts = data.search_lines() if q else None
             for position, item in enumerate(data.entries):
                 if status and item[_STATUS] not in status:
@@ -235,35 +341,32 @@ class ViewerData:
                 found.append((r, position))
         sort = params.get("sort", "")
         if sort in ("score", "-score"):
-            scored = [f for f in found if _share(self.runs[f[0]].entries[f[1]]) is not None]
-            unscored = [f for f in found if _share(self.runs[f[0]].entries[f[1]]) is None]
-            scored.sort(key=lambda f: _share(self.runs[f[0]].entries[f[1]]) or 0.0, reverse=sort == "-score")
+            scored = [f for f in found if _share(runs[f[0]].entries[f[1]]) is not None]
+            unscored = [f for f in found if _share(runs[f[0]].entries[f[1]]) is None]
+            scored.sort(key=lambda f: _share(runs[f[0]].entries[f[1]]) or 0.0, reverse=sort == "-score")
             found = scored + unscored  # a case without a score last, whichever the direction
         offset = max(_int(params.get("offset"), 0), 0)
         limit = min(max(_int(params.get("limit"), 50), 1), MAX_PAGE)
-        page = [self._row(r, p) for r, p in found[offset:offset + limit]]
+        page = [_row(runs[r], p) for r, p in found[offset:offset + limit]]
         return {"total": len(found), "offset": offset, "cases": page}
-
-    def _row(self, run: int, position: int) -> dict[str, Any]:
-        item = self.runs[run].entries[position]
-        return {"run": self.runs[run].key, "case_id": item[_ID], "category": item[_CATEGORY], "status": item[_STATUS],
-                "score": item[_SCORE], "out_of": item[_OUT_OF], "failures": item[_FAILURES]}
 
     def record(self, run_key: str, case_id: str) -> dict[str, Any] | None:
         """One case's record, read at its offset in the run's results.jsonl."""
+        self.refresh()
         index = self.keys.get(run_key)
-        position = self._positions[index].get(case_id) if index is not None else None
-        return None if index is None or position is None else self.runs[index].record(position)
+        found = self._record(index, case_id) if index is not None else None
+        return None if found is None else found[2]
 
     def case(self, run_id: int | str, case_id: str) -> dict[str, Any] | None:
+        self.refresh()
         index = self.keys.get(run_id) if isinstance(run_id, str) else run_id
         if index is None or not 0 <= index < len(self.runs):
             return None
-        data = self.runs[index]
-        position = self._positions[index].get(case_id)
-        if position is None or data.run.path is None:
+        found = self._record(index, case_id)
+        if found is None:
             return None
-        record = data.record(position)
+        data, position, record = found
+        assert data.run.path is not None
         item = data.entries[position]
         panels = [{"title": v.title, "image": v.image, "rows": [list(r) for r in v.rows], "verdict": v.verdict}
                   for v in self._views(data.protocol, record)]
@@ -357,6 +460,12 @@ def add_costs(facts: dict[str, dict[str, Any]], prices: dict[str, Price] | None)
     for fact in facts.values():
         if "usage" in fact and fact.get("backend") in prices:
             fact["cost"] = usage_cost(fact["usage"], prices[fact["backend"]])
+
+
+def _row(data: _RunData, position: int) -> dict[str, Any]:
+    item = data.entries[position]
+    return {"run": data.key, "case_id": item[_ID], "category": item[_CATEGORY], "status": item[_STATUS],
+            "score": item[_SCORE], "out_of": item[_OUT_OF], "failures": item[_FAILURES]}
 
 
 def _share(item: list[Any]) -> float | None:
