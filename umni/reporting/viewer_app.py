@@ -51,8 +51,10 @@ def _body(body: bytes) -> Response:
     return Response(body, media_type="application/json", headers={"Cache-Control": "no-cache"})
 
 
-def _missing() -> Response:
-    return PlainTextResponse("Not Found", status_code=404)
+def _missing(unreadable: list[dict[str, Any]] | None = None) -> Response:
+    """404; for an image, with why the stores that could not be read were left out."""
+    said = "".join(f"; images in {e['blobs']} cannot be shown: {e['error']}" for e in unreadable or [])
+    return PlainTextResponse("Not Found" + said, status_code=404)
 
 
 def _unforeseen(request: Request, error: Exception) -> Response:
@@ -100,7 +102,7 @@ def viewer_app(data: ViewerData, allowed_hosts: list[str], status: Callable[[], 
                             thumbs.clear()
                         thumbs[sha] = body
             if body is None:
-                return _missing()
+                return _missing(data.store_errors())
             return Response(body, media_type="image/png", headers={"Cache-Control": "max-age=86400"})
 
         return endpoint

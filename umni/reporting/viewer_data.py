@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,8 +34,9 @@ from umni.reporting.caseindex import (
 from umni.reporting.leaderboard import Run, build_tables, find_runs, label_runs, run_coverage
 from umni.reporting.pricing import Price, default_price_file, load_prices, usage_cost
 from umni.store.artifacts import Blobs, ImageRef
-from umni.store.urls import run_blobs
-from umni.util.errors import InputError
+from umni.store.urls import open_blobs, run_blobs_location
+from umni.util.errors import InputError, StorageError, UmniError
+from umni.util.secrets import scrub
 
 __all__ = ["ViewerData", "add_costs", "node_facts"]
 
@@ -66,6 +68,19 @@ def folder_signature(path: Path | None) -> tuple[Any, ...]:
     return tuple(signature)
 
 
+@dataclass
+class BlobSource:
+    """A blob store the runs' images live in, opened once for all the runs that name it."""
+
+    location: str
+    #: the keys of the runs whose images it holds
+    runs: list[str] = field(default_factory=list)
+    blobs: Blobs | None = None
+    #: why its images cannot be shown (the store could not be opened, or stopped answering): said
+    #: once on stderr and on the page; the store is not asked again
+    error: str | None = None
+
+
 class StaleIndex(Exception):
     """The line at a case's stored offset is not that case's record: results.jsonl changed since
     its index was read."""
@@ -88,7 +103,7 @@ def run_keys(paths: list[Path | None]) -> list[str]:
 class _RunData:
     run: Run
     key: str
-    blobs: Blobs | None
+    store: BlobSource | None
     entries: list[list[Any]]
     #: what the run's files were when read (`folder_signature`)
     signature: tuple[Any, ...] = ()
@@ -152,14 +167,17 @@ class ViewerData:
         self._prices: dict[str, Price] | None = None
         self._prices_lock = threading.Lock()
         self._reload_lock = threading.RLock()
-        self.runs = [self._read(run, key) for run, key in zip(runs, run_keys([r.path for r in runs]))]
+        self._stores_lock = threading.Lock()
+        self.stores: dict[str, BlobSource] = {}
+        keyed = list(zip(runs, run_keys([r.path for r in runs])))
+        self.runs = [self._read(run, key, store=self._store_of(run, key)) for run, key in keyed]
         self._by_case = self._cases_by_id()
         self.keys = {data.key: i for i, data in enumerate(self.runs)}
 
-    def _read(self, run: Run, key: str, *, blobs: Blobs | None = None, rebuild: bool = False) -> _RunData:
+    def _read(self, run: Run, key: str, *, store: BlobSource | None, rebuild: bool = False) -> _RunData:
         """One run's data: its stored case index, or (none stored, a stale one, or `rebuild`) one
         built from results.jsonl."""
-        data = _RunData(run, key, blobs or self._blobs(run), [], signature=folder_signature(run.path), no_intervals=run.intervals is None)
+        data = _RunData(run, key, store, [], signature=folder_signature(run.path), no_intervals=run.intervals is None)
         if data.no_intervals:
             run.intervals = {}  # made before tables.json existed: no interval, rather than minutes of bootstrap here
         stored = read_case_index(run.path) if run.path is not None and not rebuild else None
@@ -199,7 +217,7 @@ class ViewerData:
             return
         run = Run(summary, old.run.path, label=old.run.label)  # the label: the same run, the same bindings
         runs = list(self.runs)  # a new list: a request holding the old one reads one consistent state
-        runs[index] = self._read(run, old.key, blobs=old.blobs, rebuild=rebuild)
+        runs[index] = self._read(run, old.key, store=old.store, rebuild=rebuild)
         self.runs = runs
         self._by_case = self._cases_by_id()
         self._tables = None
@@ -257,16 +275,52 @@ class ViewerData:
                     self._prices = {}
             return self._prices
 
-    @staticmethod
-    def _blobs(run: Run) -> Blobs | None:
-        manifest = run.path / "run.json" if run.path else None
-        if manifest is None or not manifest.exists():
-            return None
+    def _store_of(self, run: Run, key: str) -> BlobSource | None:
+        """The blob store of a run's images (from its run.json: a --blobs or --cache URL too),
+        opened when the first run naming it is read; None when the run names none."""
+        manifest_path = run.path / "run.json" if run.path else None
         try:
-            data = json.loads(manifest.read_text())
+            manifest = json.loads(manifest_path.read_text()) if manifest_path is not None and manifest_path.exists() else None
         except json.JSONDecodeError:
             return None
-        return run_blobs(data) if isinstance(data, dict) else None  # a --blobs or --cache URL too
+        if not isinstance(manifest, dict):
+            return None
+        failure: Exception | None = None
+        try:
+            location = run_blobs_location(manifest)
+        except InputError as error:  # a cache URL that implies no blob folder
+            location, failure = manifest.get("blobs") or manifest.get("cache"), error
+        if location is None:
+            return None
+        source = self.stores.get(str(location))
+        if source is None:
+            source = self.stores[str(location)] = BlobSource(str(location))
+            try:
+                if failure is not None:
+                    raise failure
+                source.blobs = open_blobs(location)
+            except Exception as error:  # noqa: BLE001 - unreachable, refused, misconfigured: said, not a crash
+                self._unreadable(source, error)
+        source.runs.append(key)
+        return source
+
+    def _unreadable(self, source: BlobSource, error: Exception) -> None:
+        """Record once why `source`'s images cannot be shown, and say it on stderr."""
+        with self._stores_lock:
+            if source.error is not None:
+                return
+            if isinstance(error, InputError):
+                source.error = scrub(error.describe())
+            else:
+                source.error = scrub(str(error) if isinstance(error, UmniError) else f"{type(error).__name__}: {error}")
+            source.blobs = None
+            self._index_json = None
+        print(f"umni view: images in {scrub(source.location)} cannot be shown: {source.error} "
+              "(start umni view again once the store answers)", file=sys.stderr)  # fmt: skip
+
+    def store_errors(self) -> list[dict[str, Any]]:
+        """Each blob store whose images cannot be shown: its location, the runs it holds, why."""
+        return [{"blobs": scrub(s.location), "runs": list(s.runs), "error": s.error} for s in self.stores.values() if s.error]
 
     @staticmethod
     def _views(protocol: Any, record: dict[str, Any]) -> list[Any]:
@@ -309,7 +363,7 @@ class ViewerData:
                 kinds.update(item[_FAILURES])
         return {"runs": runs, "total": sum(len(d.entries) for d in self.runs), "skipped": [str(p) for p in self.skipped],
                 "categories": sorted(c for c in categories if c), "failure_kinds": sorted(kinds),
-                "no_intervals": [data.run.label for data in self.runs if data.no_intervals]}
+                "no_intervals": [data.run.label for data in self.runs if data.no_intervals], "store_errors": self.store_errors()}
 
     def query(self, params: dict[str, str]) -> dict[str, Any]:
         """One page of the case list: filters, search and sort as /api/cases takes them."""
@@ -393,12 +447,16 @@ class ViewerData:
     def image(self, sha: str, thumb: bool) -> bytes | None:
         if not _SHA.match(sha):
             return None
-        for data in self.runs:
-            if data.blobs is None:
+        for source in list(self.stores.values()):
+            blobs = source.blobs
+            if blobs is None:
                 continue
             try:
-                raw = data.blobs.read_bytes(ImageRef(sha256=sha, width=0, height=0))
-            except FileNotFoundError:  # missing or damaged here: another run may hold it
+                raw = blobs.read_bytes(ImageRef(sha256=sha, width=0, height=0))
+            except FileNotFoundError:  # missing or damaged here: another store may hold it
+                continue
+            except StorageError as error:  # the store stopped answering (after its own retries)
+                self._unreadable(source, error)
                 continue
             return _thumbnail(raw) if thumb else raw
         return None
