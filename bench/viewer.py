@@ -14,6 +14,12 @@ starts it, and is measured over HTTP (gzip accepted, as a browser asks):
 - the server's peak RSS (VmHWM) after all of it.
 
 Run from the repository root: ``python -m bench.viewer --cases 20000 [--json out.json]``.
+
+``--baseline CHECKOUT --repeat N``: the same run directory is also served by the ``umni`` package of
+another checkout (``CHECKOUT/umni``, put first on PYTHONPATH; the protocols still come from this
+install), the two alternated N times in one session; each figure is the median of its N starts,
+with the ratio this/baseline of the start's wall and CPU seconds. To compare with a commit:
+``git archive COMMIT umni | tar -x -C /tmp/base`` and ``--baseline /tmp/base``.
 """
 
 from __future__ import annotations
@@ -83,7 +89,48 @@ def _proc(pid: int) -> tuple[float, float]:
     return cpu, peak
 
 
-def run(*, cases: int, resamples: int = 30) -> dict[str, Any]:
+def measure(big: Path, cases: int, pythonpath: Path | None = None) -> dict[str, float]:
+    """One `umni view DIR` start and its first requests (`pythonpath`: another checkout's umni)."""
+    import os
+
+    env = dict(os.environ)
+    if pythonpath is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(pythonpath), *filter(None, [env.get("PYTHONPATH")])])
+    began = time.perf_counter()
+    process = subprocess.Popen([sys.executable, "-m", "umni", "view", str(big)], stdout=subprocess.PIPE, text=True, env=env,
+                               cwd=big.parent)  # not a checkout: `-m` puts the working directory first on sys.path
+    try:
+        line = process.stdout.readline() if process.stdout else ""
+        start_s = time.perf_counter() - began
+        start_cpu, _ = _proc(process.pid)
+        url = line.split()[2]
+        index_s, _ = _get(url + "api/index.json")
+        page_s, page = _get(url + "api/cases?offset=0&limit=50")
+        last = (cases - 1) // 10 * 10
+        search_s, found = _get(url + f"api/cases?q=purple+{last}")
+        case_s, _ = _get(url + f"api/case?run=big&id=case-{last:05d}")
+        cpu, peak = _proc(process.pid)
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+    return {
+        "url_after_seconds": start_s, "start_cpu_seconds": start_cpu, "first_page_seconds": index_s + page_s,
+        "first_page_cases": len(page["cases"]), "search_seconds": search_s, "search_hits": found["total"],
+        "case_seconds": case_s, "server_cpu_seconds": cpu, "peak_rss_mib": peak,
+    }
+
+
+_DIGITS = {"url_after_seconds": 2, "start_cpu_seconds": 2, "first_page_seconds": 3, "search_seconds": 3, "case_seconds": 3,
+           "server_cpu_seconds": 2, "peak_rss_mib": 0, "first_page_cases": 0, "search_hits": 0}
+
+
+def _medians(samples: list[dict[str, float]]) -> dict[str, float]:
+    from statistics import median
+
+    return {key: round(median(s[key] for s in samples), _DIGITS[key] or None) for key in samples[0]}
+
+
+def run(*, cases: int, resamples: int = 30, baseline: Path | None = None, repeat: int = 1) -> dict[str, Any]:
     from umni.protocols.protocol import get_protocol
     from umni.reporting import intervals
     from umni.reporting.caseindex import write_viewer_files
@@ -94,41 +141,34 @@ def run(*, cases: int, resamples: int = 30) -> dict[str, Any]:
         began = time.perf_counter()
         write_viewer_files(big, get_protocol("umnibench"), json.loads((big / "summary.json").read_text()))
         finish_s = time.perf_counter() - began
-        began = time.perf_counter()
-        process = subprocess.Popen([sys.executable, "-m", "umni", "view", str(big)], stdout=subprocess.PIPE, text=True)
-        try:
-            line = process.stdout.readline() if process.stdout else ""
-            start_s = time.perf_counter() - began
-            start_cpu, _ = _proc(process.pid)
-            url = line.split()[2]
-            index_s, _ = _get(url + "api/index.json")
-            page_s, page = _get(url + "api/cases?offset=0&limit=50")
-            last = (cases - 1) // 10 * 10
-            search_s, found = _get(url + f"api/cases?q=purple+{last}")
-            case_s, _ = _get(url + f"api/case?run=big&id=case-{last:05d}")
-            cpu, peak = _proc(process.pid)
-        finally:
-            process.terminate()
-            process.wait(timeout=30)
-        return {
+        mine: list[dict[str, float]] = []
+        theirs: list[dict[str, float]] = []
+        for round_ in range(repeat):  # alternated, each side first every other round
+            sides = [(mine, None), (theirs, baseline)] if baseline is not None else [(mine, None)]
+            for samples, pythonpath in sides if round_ % 2 == 0 else reversed(sides):
+                samples.append(measure(big, cases, pythonpath))
+        result: dict[str, Any] = {
             "name": "viewer", "cases": cases, "results_mib": round((big / "results.jsonl").stat().st_size / 2**20, 1),
-            "finish_step_seconds": round(finish_s, 2), "bootstrap_resamples": resamples,
-            "url_after_seconds": round(start_s, 2), "start_cpu_seconds": round(start_cpu, 2),
-            "first_page_seconds": round(index_s + page_s, 3), "first_page_cases": len(page["cases"]),
-            "search_seconds": round(search_s, 3), "search_hits": found["total"], "case_seconds": round(case_s, 3),
-            "server_cpu_seconds": round(cpu, 2), "peak_rss_mib": round(peak),
+            "finish_step_seconds": round(finish_s, 2), "bootstrap_resamples": resamples, "repeat": repeat, **_medians(mine),
         }
+        if baseline is not None:
+            result["baseline"] = {"checkout": str(baseline), **_medians(theirs)}
+            for key in ("url_after_seconds", "start_cpu_seconds"):
+                result[f"{key.removesuffix('_seconds')}_ratio"] = round(result[key] / result["baseline"][key], 2)
+        return result
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--cases", type=int, default=20_000)
     parser.add_argument("--resamples", type=int, default=30)
+    parser.add_argument("--baseline", type=Path, help="another checkout whose umni package serves the same run, alternated with this one")
+    parser.add_argument("--repeat", type=int, default=1, help="starts of each side (medians reported)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     from .machine import emit
 
-    return emit(run(cases=args.cases, resamples=args.resamples), args.json)
+    return emit(run(cases=args.cases, resamples=args.resamples, baseline=args.baseline, repeat=args.repeat), args.json)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import json
 import logging
 import os
 import subprocess
@@ -187,3 +188,77 @@ def test_a_request_the_dying_server_cut_off_leaves_no_traceback_behind(s3: S3Ser
         assert done.wait(5)
     logged = [r.getMessage() + str(r.exc_info) for r in caplog.records if r.name == "asyncio"]
     assert len(logged) == 1 and "a bug" in logged[0]
+
+
+@pytest.fixture
+def own_s3(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[S3Server]:
+    """A server of the test's own, for a test that stops it (the module's `s3` serves the others)."""
+    for name, value in CLIENT_ENV.items():
+        monkeypatch.setenv(name, value)
+    for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    server = S3Server(tmp_path / "recording.jsonl").start()
+    server.create_bucket("umni-blobs")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def test_the_viewer_says_once_why_the_images_of_an_unreachable_store_are_missing(tmp_path: Path, own_s3: S3Server) -> None:
+    """Issue 34 item 10: two runs whose images live in an S3 store that has since become unreachable.
+    `umni view` asks the store once (not once per run), says its error once on stderr and once in
+    /api/index.json (naming both runs; the page shows it), and an image request answers 404 saying
+    why, where it said nothing."""
+    import re
+    import sys
+    import urllib.error
+    import urllib.request
+
+    url = blobs_url(own_s3, "viewer")
+    for name in ("a", "b"):
+        run(tmp_path / name, ["--cache", str(tmp_path / f"cache-{name}"), "--blobs", url], limit=1)
+    own_s3.stop()  # the store is gone (the endpoint refuses connections)
+    sha = re.findall(r'"image": ?"([0-9a-f]{64})"', (tmp_path / "a" / "results.jsonl").read_text())[0]
+
+    process = subprocess.Popen([sys.executable, "-m", "umni", "view", str(tmp_path / "a"), str(tmp_path / "b")],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        base = process.stdout.readline().split()[2] if process.stdout else ""
+        with urllib.request.urlopen(base + "api/index.json", timeout=60) as response:
+            index = json.loads(response.read())
+        with pytest.raises(urllib.error.HTTPError) as missing:
+            urllib.request.urlopen(base + f"img/{sha}.png", timeout=60)
+        body = missing.value.read().decode()
+    finally:
+        process.terminate()
+        _, stderr = process.communicate(timeout=30)
+    (error,) = index["store_errors"]
+    assert error["blobs"] == url and error["runs"] == ["a", "b"]
+    assert "Could not connect to the endpoint URL" in error["error"]
+    assert missing.value.code == 404 and url in body and "Could not connect" in body
+    said = [line for line in stderr.splitlines() if url in line]
+    assert len(said) == 1 and "Could not connect" in said[0] and "images" in said[0], stderr
+
+
+def test_a_store_that_stops_answering_while_viewed_is_said_once(tmp_path: Path, own_s3: S3Server, capsys: pytest.CaptureFixture[str]) -> None:
+    """The store answered when the viewer started and is gone when a case is opened: the first image
+    it cannot serve records its error (stderr once, the index for the page's next load), later
+    images are not asked of it again (each would wait for the retries), nothing answers 500."""
+    import re
+
+    from umni.reporting.viewer import ViewerData
+
+    url = blobs_url(own_s3, "viewed")
+    run(tmp_path / "a", ["--cache", str(tmp_path / "cache"), "--blobs", url], limit=1)
+    shas = sorted(set(re.findall(r'"image": ?"([0-9a-f]{64})"', (tmp_path / "a" / "results.jsonl").read_text())))
+    data = ViewerData([tmp_path / "a"])
+    assert data.image(shas[0], thumb=False) is not None and data.store_errors() == []
+    own_s3.stop()
+    assert data.image(shas[1], thumb=False) is None
+    (error,) = data.store_errors()
+    assert error["blobs"] == url and error["runs"] == ["a"] and "Could not connect" in error["error"]
+    assert data.stores[url].blobs is None  # not asked again
+    assert data.image(shas[2], thumb=False) is None and json.loads(data.index_json())["store_errors"] == [error]
+    said = [line for line in capsys.readouterr().err.splitlines() if url in line]
+    assert len(said) == 1, said

@@ -317,3 +317,29 @@ def test_the_status_page_refreshes_itself_as_a_unit_finishes(browser, tmp_path):
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_blob_store_that_cannot_be_read_is_named_above_the_page(demo_runs, browser, serve, tmp_path, monkeypatch):
+    """Issue 34 item 10: a run whose run.json names an S3 store nothing answers at: the page says,
+    above every view, which runs' images cannot be shown and the store's error (not just blank
+    thumbnails)."""
+    import shutil
+    import socket
+
+    pytest.importorskip("s3fs", reason="the s3 extra is not installed: pip install 'umni[s3]'")
+    for name, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1",
+                        "AWS_CONFIG_FILE": "/dev/null", "AWS_SHARED_CREDENTIALS_FILE": "/dev/null"}.items():
+        monkeypatch.setenv(name, value)
+    with socket.socket() as sock:  # a port nothing listens on once closed
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    run_dir = tmp_path / "wise-on-s3"
+    shutil.copytree(demo_runs / "wise-5", run_dir)
+    manifest = json.loads((run_dir / "run.json").read_text())
+    url = f"s3://umni-blobs/gone?endpoint_url=http://127.0.0.1:{port}"
+    (run_dir / "run.json").write_text(json.dumps(manifest | {"blobs": url}))
+    base = serve([run_dir, demo_runs / "genius-3"])
+    open_page(browser, base + "#cases", "#case-list li")
+    banner = browser.find_element(By.ID, "store-errors").text
+    assert "Images of wise-on-s3 cannot be shown" in banner and url in banner and "Could not connect" in banner
+    assert "genius-3" not in banner  # its images are in a folder store that answers

@@ -143,7 +143,7 @@ def test_only_loopback_host_headers_are_answered(demo_runs, serve):
         assert status == 200, host
     for host in (f"evil.example:{port}", "evil.example", f"127.0.0.1.evil.example:{port}", f"10.0.0.5:{port}", ""):
         status, body = raw_get(base, "/api/index.json", host)
-        assert status == 403, host
+        assert status == 400, host  # refused by TrustedHostMiddleware
         assert b"wise" not in body
 
 
@@ -157,10 +157,93 @@ def test_an_explicit_host_is_answered_too(demo_runs):
     try:
         base = f"http://127.0.0.1:{server.server_address[1]}/"
         assert raw_get(base, "/api/index.json", "viewer.lab.internal")[0] == 200
-        assert raw_get(base, "/api/index.json", "other.lab.internal")[0] == 403
+        assert raw_get(base, "/api/index.json", "other.lab.internal")[0] == 400
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_the_viewer_listens_on_loopback_unless_told_otherwise(demo_runs):
+    """`umni view` and `make_server` bind 127.0.0.1 by default: nothing on the network reaches it."""
+    from umni.cli.parser import parse_args
+    from umni.reporting.viewer import make_server
+
+    assert parse_args(["view"]).host == "127.0.0.1"
+    server = make_server([demo_runs / "wise-5"])
+    try:
+        assert server.server_address[0] == "127.0.0.1"
+    finally:
+        server.server_close()
+
+
+@pytest.mark.parametrize("path", [
+    "/../viewer.py", "/%2e%2e/viewer.py", "/..%2fviewer.py", "/app.js/../../viewer.py", "/img/..%2f..%2fviewer.py",
+    "/%2e%2e/%2e%2e/%2e%2e/pyproject.toml", "//etc/passwd", "/static/..%2f..%2f..%2fetc/passwd", "/viewer_static/app.js",
+])
+def test_no_path_leaves_the_viewers_page_folder(demo_runs, serve, path):
+    """Paths sent verbatim (no client-side normalising), dot-segments plain and percent-encoded: the
+    page's own files are served, nothing beside them (umni/reporting/viewer.py sits one level up)."""
+    base = serve([demo_runs / "wise-5"])
+    status, body = raw_get(base, path)
+    assert status == 404, path
+    assert b"import" not in body and b"root:" not in body
+    assert raw_get(base, "/app.js")[0] == 200
+
+
+def test_large_answers_are_compressed_and_images_are_not(demo_runs, serve):
+    import gzip
+    import http.client
+    from urllib.parse import urlsplit
+
+    base = serve([demo_runs / "umnibench-0"])
+    parts = urlsplit(base)
+
+    def fetch(path):
+        connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
+        try:
+            connection.request("GET", path, headers={"Accept-Encoding": "gzip"})
+            response = connection.getresponse()
+            return response.getheader("Content-Encoding"), response.read()
+        finally:
+            connection.close()
+
+    encoding, body = fetch("/api/cases?limit=1")
+    assert encoding is None  # a few hundred bytes: sent as they are
+    case = json.loads(body)["cases"][0]
+    encoding, body = fetch(f"/api/case?run={case['run']}&id={urllib.request.quote(case['case_id'])}")
+    assert encoding == "gzip"  # a case with its transcript: tens of KB
+    detail = json.loads(gzip.decompress(body))
+    sha = next(p["image"] for p in detail["panels"] if p["image"])
+    encoding, body = fetch(f"/img/{sha}.png")
+    assert encoding is None and body.startswith(b"\x89PNG")
+
+
+@pytest.mark.parametrize("signal_name", ["SIGINT", "SIGTERM"])
+def test_ctrl_c_and_sigterm_stop_the_viewer_cleanly(demo_runs, signal_name):
+    """Ctrl-C (SIGINT) or SIGTERM while a page holds a kept-alive connection (the status page polls
+    every 5 s): the server stops at once, exit status 0, one line, no traceback."""
+    import http.client
+    import signal
+    import subprocess
+    import sys
+    from urllib.parse import urlsplit
+
+    process = subprocess.Popen([sys.executable, "-m", "umni", "view", str(demo_runs / "wise-5")],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        url = urlsplit(process.stdout.readline().split()[2])
+        connection = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
+        connection.request("GET", "/api/status")
+        assert connection.getresponse().read()  # the connection stays open, as a browser keeps it
+        process.send_signal(getattr(signal, signal_name))
+        out, err = process.communicate(timeout=20)
+        connection.close()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 0, err
+    assert err == "umni view: stopped\n"
 
 
 @pytest.mark.parametrize("run_id", ["\u00b2", "%C2%B2", "1" * 5000, "-1", "+1", " 1", "\u0661"])
@@ -351,12 +434,13 @@ def test_the_transcript_shows_each_nodes_usage_cost_backend_and_retries(tmp_path
 def test_the_viewer_server_imports_nothing_it_needs_only_later():
     """`umni view` prints its URL sooner when its start imports only what serving needs: no numpy
     (intervals are stored), no yaml (a price table is read when a case opens), no graph or backends
-    (a protocol is loaded when a case's panels are drawn), no SQLite cache."""
+    (a protocol is loaded when a case's panels are drawn), no SQLite cache, and not the web server
+    itself (Starlette and uvicorn are imported once the URL is printed)."""
     import subprocess
     import sys
 
     code = ("import sys, umni.cli.commands, umni.reporting.viewer; "
-            "print(sorted(m for m in ('numpy', 'yaml', 'umni.graph', 'umni.backends', 'umni.store.cache', 'umni.protocols.protocol') if m in sys.modules))")
+            "print(sorted(m for m in ('numpy', 'yaml', 'umni.graph', 'umni.backends', 'umni.store.cache', 'umni.protocols.protocol', 'starlette', 'uvicorn') if m in sys.modules))")
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert loaded == "[]"
 
@@ -372,3 +456,66 @@ def test_node_facts_are_found_for_a_case_id_that_is_not_ascii(tmp_path):
     assert node_facts(tmp_path / "events.jsonl", "ケース-1 é") == {
         "q0": {"retries": 0, "seconds": 0.5, "calls": 2, "role": "understand", "cached": False}
     }
+
+
+def test_a_run_finished_while_it_is_viewed_answers_each_case_with_its_new_record(tmp_path, serve):
+    """Issue 34 item 5: `umni view R` on a run made with --phase generate,edit, then the run finished
+    into the same folder: results.jsonl is rewritten, so the offsets read at the start are stale.
+    Every case is answered with its own record as it now stands (never a 500, never another case's),
+    and the index, list and tables show the finished run."""
+    from umni.cli import main
+
+    out = tmp_path / "R"
+    command = ["run", "umnibench", "--model", "sim/umm", "--limit", "3", "--out", str(out), "--cache", str(tmp_path / "c"), "--quiet"]
+    assert main([*command, "--phase", "generate,edit"]) == 0
+    base = serve([out])
+    (run,) = json.loads(get(base + "api/index.json")[1])["runs"]
+    assert run["coverage"][0] < run["coverage"][1]  # answers and judgements pending
+    ids = [c["case_id"] for c in json.loads(get(base + "api/cases")[1])["cases"]]
+    assert len(ids) == 3 and all(raw_get(base, f"/api/case?run=R&id={i}")[0] == 200 for i in ids)
+
+    assert main(command) == 0  # the run finished into the same folder
+    records = {r["case_id"]: r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
+    for case_id in ids:
+        status, body = raw_get(base, f"/api/case?run=R&id={urllib.request.quote(case_id)}")
+        assert status == 200, body[:300]
+        case = json.loads(body)
+        assert case["case_id"] == case_id and case["transcript"] == records[case_id]["transcript"]
+        assert case["nodes"] == records[case_id]["nodes"]
+    fresh = ViewerData([out])  # what a viewer started now serves
+    (run,) = json.loads(get(base + "api/index.json")[1])["runs"]
+    assert run["coverage"][0] == run["coverage"][1] and run == fresh.index()["runs"][0]
+    assert json.loads(get(base + "api/cases")[1]) == fresh.query({})
+    assert json.loads(get(base + "api/tables.json")[1]) == fresh.tables()
+
+
+def test_a_record_whose_offset_now_holds_another_case_is_never_served(demo_runs, tmp_path):
+    """A results.jsonl rewritten in place with its lines reordered, each line padded to one length:
+    every stored offset now points at a whole line of another case, with the file's size and
+    modification time unchanged. Each case still gets its own record."""
+    import os
+    import shutil
+
+    from umni.protocols.protocol import get_protocol
+    from umni.reporting.caseindex import write_case_index
+
+    run_dir = tmp_path / "wise"
+    shutil.copytree(demo_runs / "wise-5", run_dir)
+    results = run_dir / "results.jsonl"
+    lines = results.read_bytes().splitlines()
+    width = max(map(len, lines))
+    results.write_bytes(b"".join(line.ljust(width) + b"\n" for line in lines))  # JSON allows trailing blanks
+    write_case_index(run_dir, get_protocol("wise"))
+    data = ViewerData([run_dir])
+    key = data.runs[0].key
+    ids = [json.loads(line)["case_id"] for line in lines]
+    assert [data.record(key, i)["case_id"] for i in ids] == ids
+
+    stat = results.stat()
+    with results.open("r+b") as handle:  # in place: same file, same size
+        handle.write(b"".join(line.ljust(width) + b"\n" for line in reversed(lines)))
+    os.utime(results, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert results.stat().st_size == stat.st_size and results.stat().st_mtime_ns == stat.st_mtime_ns
+    for case_id in ids:
+        assert data.record(key, case_id)["case_id"] == case_id
+        assert data.case(key, case_id)["case_id"] == case_id and data.case(key, case_id)["record"]["case_id"] == case_id

@@ -265,11 +265,15 @@ def cmd_protocols(args: argparse.Namespace) -> int:
 
 
 def cmd_view(args: argparse.Namespace) -> int:
-    from umni.reporting.viewer import serve
-    from umni.run.status import status_of
+    try:
+        from umni.reporting.viewer import serve
+        from umni.run.status import status_of
 
-    serve(args.dirs or [Path("runs")], port=args.port, open_browser=args.open, host=args.host,
-          status=lambda path: status_of(path).to_json())  # fmt: skip
+        serve(args.dirs or [Path("runs")], port=args.port, open_browser=args.open, host=args.host,
+              status=lambda path: status_of(path).to_json())  # fmt: skip
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM before the server ran: nothing to resume
+        pass
+    print("umni view: stopped", file=sys.stderr)  # Ctrl-C or SIGTERM: how a viewer ends
     return EXIT_OK
 
 

@@ -1,6 +1,11 @@
 """What the viewer serves, read from run directories: the runs, their paged and searchable case
 index, one case's record with its transcript facts (seconds, calls, retries from events.jsonl), the
-stored tables, and images (thumbnails made once)."""
+stored tables, and images (thumbnails made once).
+
+A run directory may change while it is viewed (a `--phase` run finished, a run resumed into the
+same folder): each request first looks whether a run's results.jsonl, summary.json or case index
+changed since they were read (one stat of each) and reads that run again; and a record is served
+only when the line at its stored offset is that case's, else its index is rebuilt from results.jsonl."""
 
 
 from __future__ import annotations
@@ -8,6 +13,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -16,7 +22,9 @@ from typing import Any
 
 from PIL import Image
 
+from umni.protocols.caseio import read_json
 from umni.reporting.caseindex import (
+    INDEX_FILE,
     build_index,
     case_category,
     read_case_index,
@@ -26,8 +34,9 @@ from umni.reporting.caseindex import (
 from umni.reporting.leaderboard import Run, build_tables, find_runs, label_runs, run_coverage
 from umni.reporting.pricing import Price, default_price_file, load_prices, usage_cost
 from umni.store.artifacts import Blobs, ImageRef
-from umni.store.urls import run_blobs
-from umni.util.errors import InputError
+from umni.store.urls import open_blobs, run_blobs_location
+from umni.util.errors import InputError, StorageError, UmniError
+from umni.util.secrets import scrub
 
 __all__ = ["ViewerData", "add_costs", "node_facts"]
 
@@ -39,6 +48,42 @@ _SHA = re.compile(r"^[0-9a-f]{64}$")
 _BULKY = {"nodes", "transcript"}
 #: Entry columns (see caseindex.FIELDS).
 _ID, _CATEGORY, _STATUS, _SCORE, _OUT_OF, _FAILURES, _OFFSET, _LENGTH = range(8)
+#: The files of a run directory whose change means the viewer reads the run again.
+_WATCHED = ("results.jsonl", "summary.json", INDEX_FILE)
+
+
+def folder_signature(path: Path | None) -> tuple[Any, ...]:
+    """(inode, size, modification time) of each watched file of a run directory, None where missing:
+    a rewrite (always a new file, renamed into place) changes the inode at least."""
+    signature: list[Any] = []
+    if path is None:
+        return ()
+    for name in _WATCHED:
+        try:
+            stat = (path / name).stat()
+        except OSError:
+            signature.append(None)
+            continue
+        signature.append((stat.st_ino, stat.st_size, stat.st_mtime_ns))
+    return tuple(signature)
+
+
+@dataclass
+class BlobSource:
+    """A blob store the runs' images live in, opened once for all the runs that name it."""
+
+    location: str
+    #: the keys of the runs whose images it holds
+    runs: list[str] = field(default_factory=list)
+    blobs: Blobs | None = None
+    #: why its images cannot be shown (the store could not be opened, or stopped answering): said
+    #: once on stderr and on the page; the store is not asked again
+    error: str | None = None
+
+
+class StaleIndex(Exception):
+    """The line at a case's stored offset is not that case's record: results.jsonl changed since
+    its index was read."""
 
 
 def run_keys(paths: list[Path | None]) -> list[str]:
@@ -58,8 +103,14 @@ def run_keys(paths: list[Path | None]) -> list[str]:
 class _RunData:
     run: Run
     key: str
-    blobs: Blobs | None
+    store: BlobSource | None
     entries: list[list[Any]]
+    #: what the run's files were when read (`folder_signature`)
+    signature: tuple[Any, ...] = ()
+    #: case id -> position in `entries`
+    positions: dict[str, int] = field(default_factory=dict)
+    #: made before tables.json existed (its intervals are left empty)
+    no_intervals: bool = False
     _search: list[str] | None = None
     _protocol: Any = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -85,9 +136,17 @@ class _RunData:
             return self._search or []
 
     def record(self, position: int) -> dict[str, Any]:
+        """The record of the case at `position`, read at its offset; `StaleIndex` when the bytes
+        there are not that case's whole line."""
         assert self.run.path is not None
         item = self.entries[position]
-        return read_record(self.run.path / "results.jsonl", item[_OFFSET], item[_LENGTH])
+        try:
+            record = read_record(self.run.path / "results.jsonl", item[_OFFSET], item[_LENGTH])
+        except ValueError:  # cut mid-record (JSON or UTF-8): the file was rewritten
+            raise StaleIndex() from None
+        if not isinstance(record, dict) or str(record.get("case_id")) != item[_ID]:
+            raise StaleIndex()
+        return record
 
 
 class ViewerData:
@@ -102,33 +161,85 @@ class ViewerData:
         runs = label_runs(find_runs(finished, skipped=self.skipped)) if finished else []
         if not runs and in_progress is None:
             raise InputError("no finished runs found", path=paths[0] if paths else None)
-        self.missing_intervals = [r for r in runs if r.intervals is None]
-        for run in self.missing_intervals:
-            run.intervals = {}  # made before tables.json existed: no interval, rather than minutes of bootstrap here
-        self._runs_for_tables = runs
         self._tables: list[dict[str, Any]] | None = None
         self._tables_lock = threading.Lock()
+        self._index_json: bytes | None = None
         self._prices: dict[str, Price] | None = None
         self._prices_lock = threading.Lock()
-        self.runs: list[_RunData] = []
-        self._by_case: dict[tuple[str, str], list[int]] = {}
-        self._positions: list[dict[str, int]] = []
-        for index, (run, key) in enumerate(zip(runs, run_keys([r.path for r in runs]))):
-            data = _RunData(run, key, self._blobs(run), [])
-            stored = read_case_index(run.path) if run.path is not None else None
-            if stored is not None:
-                data.entries = stored.entries
-            elif run.path is not None and (run.path / "results.jsonl").exists():
-                built, texts = build_index(data.protocol, run.path / "results.jsonl")  # an older run: the slow way, once
-                data.entries, data._search = built.entries, texts
-            self.runs.append(data)
-            protocol_name = run.summary.get("protocol", "?")
-            positions: dict[str, int] = {}
-            for position, item in enumerate(data.entries):
-                positions[item[_ID]] = position
-                self._by_case.setdefault((protocol_name, item[_ID]), []).append(index)
-            self._positions.append(positions)
+        self._reload_lock = threading.RLock()
+        self._stores_lock = threading.Lock()
+        self.stores: dict[str, BlobSource] = {}
+        keyed = list(zip(runs, run_keys([r.path for r in runs])))
+        self.runs = [self._read(run, key, store=self._store_of(run, key)) for run, key in keyed]
+        self._by_case = self._cases_by_id()
         self.keys = {data.key: i for i, data in enumerate(self.runs)}
+
+    def _read(self, run: Run, key: str, *, store: BlobSource | None, rebuild: bool = False) -> _RunData:
+        """One run's data: its stored case index, or (none stored, a stale one, or `rebuild`) one
+        built from results.jsonl."""
+        data = _RunData(run, key, store, [], signature=folder_signature(run.path), no_intervals=run.intervals is None)
+        if data.no_intervals:
+            run.intervals = {}  # made before tables.json existed: no interval, rather than minutes of bootstrap here
+        stored = read_case_index(run.path) if run.path is not None and not rebuild else None
+        if stored is not None:
+            data.entries = stored.entries
+        elif run.path is not None and (run.path / "results.jsonl").exists():
+            built, texts = build_index(data.protocol, run.path / "results.jsonl")  # an older run: the slow way, once
+            data.entries, data._search = built.entries, texts
+        data.positions = {item[_ID]: position for position, item in enumerate(data.entries)}
+        return data
+
+    def _cases_by_id(self) -> dict[tuple[str, str], list[int]]:
+        """(protocol, case id) -> the runs holding that case."""
+        by_case: dict[tuple[str, str], list[int]] = {}
+        for index, data in enumerate(self.runs):
+            protocol_name = data.run.summary.get("protocol", "?")
+            for case_id in data.positions:
+                by_case.setdefault((protocol_name, case_id), []).append(index)
+        return by_case
+
+    def refresh(self) -> None:
+        """Read again each run whose results.jsonl, summary.json or case index changed since they
+        were read (a run finished or resumed into the same folder)."""
+        with self._reload_lock:
+            changed = [i for i, data in enumerate(self.runs) if folder_signature(data.run.path) != data.signature]
+            for index in changed:
+                self._reread(index)
+
+    def _reread(self, index: int, *, rebuild: bool = False) -> None:
+        """Replace one run's data (under `_reload_lock`); a summary that cannot be read now (being
+        replaced) leaves the run as it was, to be read on a later request."""
+        old = self.runs[index]
+        assert old.run.path is not None
+        try:
+            summary = read_json(old.run.path / "summary.json")
+        except (OSError, ValueError, InputError):
+            return
+        run = Run(summary, old.run.path, label=old.run.label)  # the label: the same run, the same bindings
+        runs = list(self.runs)  # a new list: a request holding the old one reads one consistent state
+        runs[index] = self._read(run, old.key, store=old.store, rebuild=rebuild)
+        self.runs = runs
+        self._by_case = self._cases_by_id()
+        self._tables = None
+        self._index_json = None
+
+    def _record(self, index: int, case_id: str) -> tuple[_RunData, int, dict[str, Any]] | None:
+        """The run's data, the case's position and its record, the index rebuilt from results.jsonl
+        when the stored offset no longer holds that case (then read once more)."""
+        for attempt in range(2):
+            data = self.runs[index]
+            position = data.positions.get(case_id)
+            if position is None or data.run.path is None:
+                return None
+            try:
+                return data, position, data.record(position)
+            except StaleIndex:
+                if attempt == 1:
+                    return None
+                with self._reload_lock:
+                    if self.runs[index] is data:  # not already read again by another request
+                        self._reread(index, rebuild=True)
+        return None
 
     @property
     def cases(self) -> list[list[Any]]:
@@ -137,10 +248,12 @@ class ViewerData:
 
     def tables(self) -> list[dict[str, Any]]:
         """The leaderboard tables from the summaries and the stored intervals (fast: nothing re-scored)."""
+        self.refresh()
         with self._tables_lock:
-            if self._tables is None:
-                self._tables = [t.to_json() for t in build_tables(self._runs_for_tables)]
-            return self._tables
+            tables = self._tables
+            if tables is None:
+                tables = self._tables = [t.to_json() for t in build_tables([data.run for data in self.runs])]
+            return tables
 
     def warm(self) -> None:
         """Load what opening a case needs and the start did without (each run's protocol code, the
@@ -162,16 +275,52 @@ class ViewerData:
                     self._prices = {}
             return self._prices
 
-    @staticmethod
-    def _blobs(run: Run) -> Blobs | None:
-        manifest = run.path / "run.json" if run.path else None
-        if manifest is None or not manifest.exists():
-            return None
+    def _store_of(self, run: Run, key: str) -> BlobSource | None:
+        """The blob store of a run's images (from its run.json: a --blobs or --cache URL too),
+        opened when the first run naming it is read; None when the run names none."""
+        manifest_path = run.path / "run.json" if run.path else None
         try:
-            data = json.loads(manifest.read_text())
+            manifest = json.loads(manifest_path.read_text()) if manifest_path is not None and manifest_path.exists() else None
         except json.JSONDecodeError:
             return None
-        return run_blobs(data) if isinstance(data, dict) else None  # a --blobs or --cache URL too
+        if not isinstance(manifest, dict):
+            return None
+        failure: Exception | None = None
+        try:
+            location = run_blobs_location(manifest)
+        except InputError as error:  # a cache URL that implies no blob folder
+            location, failure = manifest.get("blobs") or manifest.get("cache"), error
+        if location is None:
+            return None
+        source = self.stores.get(str(location))
+        if source is None:
+            source = self.stores[str(location)] = BlobSource(str(location))
+            try:
+                if failure is not None:
+                    raise failure
+                source.blobs = open_blobs(location)
+            except Exception as error:  # noqa: BLE001 - unreachable, refused, misconfigured: said, not a crash
+                self._unreadable(source, error)
+        source.runs.append(key)
+        return source
+
+    def _unreadable(self, source: BlobSource, error: Exception) -> None:
+        """Record once why `source`'s images cannot be shown, and say it on stderr."""
+        with self._stores_lock:
+            if source.error is not None:
+                return
+            if isinstance(error, InputError):
+                source.error = scrub(error.describe())
+            else:
+                source.error = scrub(str(error) if isinstance(error, UmniError) else f"{type(error).__name__}: {error}")
+            source.blobs = None
+            self._index_json = None
+        print(f"umni view: images in {scrub(source.location)} cannot be shown: {source.error} "
+              "(start umni view again once the store answers)", file=sys.stderr)  # fmt: skip
+
+    def store_errors(self) -> list[dict[str, Any]]:
+        """Each blob store whose images cannot be shown: its location, the runs it holds, why."""
+        return [{"blobs": scrub(s.location), "runs": list(s.runs), "error": s.error} for s in self.stores.values() if s.error]
 
     @staticmethod
     def _views(protocol: Any, record: dict[str, Any]) -> list[Any]:
@@ -182,7 +331,16 @@ class ViewerData:
         except Exception:  # a record of an older shape: the transcript and raw record still show
             return []
 
+    def index_json(self) -> bytes:
+        """`index` as /api/index.json sends it (made once for each state of the runs)."""
+        with self._reload_lock:
+            self.refresh()
+            if self._index_json is None:
+                self._index_json = json.dumps(self.index(), ensure_ascii=False).encode()
+            return self._index_json
+
     def index(self) -> dict[str, Any]:
+        self.refresh()
         runs = []
         categories: set[str] = set()
         kinds: set[str] = set()
@@ -205,19 +363,21 @@ class ViewerData:
                 kinds.update(item[_FAILURES])
         return {"runs": runs, "total": sum(len(d.entries) for d in self.runs), "skipped": [str(p) for p in self.skipped],
                 "categories": sorted(c for c in categories if c), "failure_kinds": sorted(kinds),
-                "no_intervals": [r.label for r in self.missing_intervals]}
+                "no_intervals": [data.run.label for data in self.runs if data.no_intervals], "store_errors": self.store_errors()}
 
     def query(self, params: dict[str, str]) -> dict[str, Any]:
         """One page of the case list: filters, search and sort as /api/cases takes them."""
+        self.refresh()
+        runs = self.runs  # this state throughout, should a run be read again meanwhile
         run = params.get("run", "")
         status = set(filter(None, params.get("status", "").split(",")))
         category, kind = params.get("category", ""), params.get("failure", "")
         q = params.get("q", "").strip().lower()
         low, high = _float(params.get("min")), _float(params.get("max"))
-        chosen = [self.keys[run]] if run in self.keys else ([] if run else range(len(self.runs)))
+        chosen = [self.keys[run]] if run in self.keys else ([] if run else range(len(runs)))
         found: list[tuple[int, int]] = []
         for r in chosen:
-            data = self.runs[r]
+            data = runs[r]
             texts = data.search_lines() if q else None
             for position, item in enumerate(data.entries):
                 if status and item[_STATUS] not in status:
@@ -235,35 +395,32 @@ class ViewerData:
                 found.append((r, position))
         sort = params.get("sort", "")
         if sort in ("score", "-score"):
-            scored = [f for f in found if _share(self.runs[f[0]].entries[f[1]]) is not None]
-            unscored = [f for f in found if _share(self.runs[f[0]].entries[f[1]]) is None]
-            scored.sort(key=lambda f: _share(self.runs[f[0]].entries[f[1]]) or 0.0, reverse=sort == "-score")
+            scored = [f for f in found if _share(runs[f[0]].entries[f[1]]) is not None]
+            unscored = [f for f in found if _share(runs[f[0]].entries[f[1]]) is None]
+            scored.sort(key=lambda f: _share(runs[f[0]].entries[f[1]]) or 0.0, reverse=sort == "-score")
             found = scored + unscored  # a case without a score last, whichever the direction
         offset = max(_int(params.get("offset"), 0), 0)
         limit = min(max(_int(params.get("limit"), 50), 1), MAX_PAGE)
-        page = [self._row(r, p) for r, p in found[offset:offset + limit]]
+        page = [_row(runs[r], p) for r, p in found[offset:offset + limit]]
         return {"total": len(found), "offset": offset, "cases": page}
-
-    def _row(self, run: int, position: int) -> dict[str, Any]:
-        item = self.runs[run].entries[position]
-        return {"run": self.runs[run].key, "case_id": item[_ID], "category": item[_CATEGORY], "status": item[_STATUS],
-                "score": item[_SCORE], "out_of": item[_OUT_OF], "failures": item[_FAILURES]}
 
     def record(self, run_key: str, case_id: str) -> dict[str, Any] | None:
         """One case's record, read at its offset in the run's results.jsonl."""
+        self.refresh()
         index = self.keys.get(run_key)
-        position = self._positions[index].get(case_id) if index is not None else None
-        return None if index is None or position is None else self.runs[index].record(position)
+        found = self._record(index, case_id) if index is not None else None
+        return None if found is None else found[2]
 
     def case(self, run_id: int | str, case_id: str) -> dict[str, Any] | None:
+        self.refresh()
         index = self.keys.get(run_id) if isinstance(run_id, str) else run_id
         if index is None or not 0 <= index < len(self.runs):
             return None
-        data = self.runs[index]
-        position = self._positions[index].get(case_id)
-        if position is None or data.run.path is None:
+        found = self._record(index, case_id)
+        if found is None:
             return None
-        record = data.record(position)
+        data, position, record = found
+        assert data.run.path is not None
         item = data.entries[position]
         panels = [{"title": v.title, "image": v.image, "rows": [list(r) for r in v.rows], "verdict": v.verdict}
                   for v in self._views(data.protocol, record)]
@@ -290,12 +447,16 @@ class ViewerData:
     def image(self, sha: str, thumb: bool) -> bytes | None:
         if not _SHA.match(sha):
             return None
-        for data in self.runs:
-            if data.blobs is None:
+        for source in list(self.stores.values()):
+            blobs = source.blobs
+            if blobs is None:
                 continue
             try:
-                raw = data.blobs.read_bytes(ImageRef(sha256=sha, width=0, height=0))
-            except FileNotFoundError:  # missing or damaged here: another run may hold it
+                raw = blobs.read_bytes(ImageRef(sha256=sha, width=0, height=0))
+            except FileNotFoundError:  # missing or damaged here: another store may hold it
+                continue
+            except StorageError as error:  # the store stopped answering (after its own retries)
+                self._unreadable(source, error)
                 continue
             return _thumbnail(raw) if thumb else raw
         return None
@@ -357,6 +518,12 @@ def add_costs(facts: dict[str, dict[str, Any]], prices: dict[str, Price] | None)
     for fact in facts.values():
         if "usage" in fact and fact.get("backend") in prices:
             fact["cost"] = usage_cost(fact["usage"], prices[fact["backend"]])
+
+
+def _row(data: _RunData, position: int) -> dict[str, Any]:
+    item = data.entries[position]
+    return {"run": data.key, "case_id": item[_ID], "category": item[_CATEGORY], "status": item[_STATUS],
+            "score": item[_SCORE], "out_of": item[_OUT_OF], "failures": item[_FAILURES]}
 
 
 def _share(item: list[Any]) -> float | None:

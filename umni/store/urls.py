@@ -27,7 +27,7 @@ from umni.util.errors import ConfigError
 
 __all__ = [
     "ResultStore", "StoredRow", "row_checksum", "process_provenance", "open_results", "open_blobs",
-    "register_blob_scheme", "is_url", "describe", "run_blobs",
+    "register_blob_scheme", "is_url", "describe", "run_blobs", "run_blobs_location",
 ]  # fmt: skip
 
 _BLOB_SCHEMES: dict[str, Callable[[str], Blobs]] = {}
@@ -111,22 +111,28 @@ def describe(location: str | Path) -> str:
     return str(location)
 
 
-def run_blobs(manifest: dict[str, Any]) -> Blobs | None:
-    """The blob store a run directory's images live in, from its run.json (`blobs`, else the one
-    its `cache` implies; a PostgreSQL cache without `blobs` used the user cache dir's). None when
-    the manifest names neither or the store cannot be opened (readers then show no images)."""
-    try:
-        if manifest.get("blobs"):
-            return open_blobs(manifest["blobs"])
-        cache = manifest.get("cache")
-        if not cache:
-            return None
-        scheme = _scheme(cache)
-        if scheme in ("", "sqlite"):
-            return BlobStore(sqlite_layout(cache)[1])
-        if scheme in ("postgresql", "postgres"):
+def run_blobs_location(manifest: dict[str, Any]) -> str | Path | None:
+    """Where a run directory's images live, from its run.json: `blobs`, else the blob folder its
+    `cache` implies (a PostgreSQL cache without `blobs` used the user cache dir's); None when the
+    manifest names neither."""
+    if manifest.get("blobs"):
+        return str(manifest["blobs"])
+    cache = manifest.get("cache")
+    if not cache:
+        return None
+    scheme = _scheme(cache)
+    if scheme in ("", "sqlite"):
+        return sqlite_layout(cache)[1]
+    if scheme in ("postgresql", "postgres"):
+        return default_cache_dir() / "blobs"
+    return None
 
-            return BlobStore(default_cache_dir() / "blobs")
+
+def run_blobs(manifest: dict[str, Any]) -> Blobs | None:
+    """The blob store at `run_blobs_location`; None when the manifest names none or the store
+    cannot be opened (readers then show no images; the viewer opens it itself, to say why)."""
+    try:
+        location = run_blobs_location(manifest)
+        return None if location is None else open_blobs(location)
     except Exception:  # an unknown scheme or an unreadable folder: no images, not a crash
         return None
-    return None

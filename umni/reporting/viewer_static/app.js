@@ -346,6 +346,11 @@ async function start() {
   const left = (state.index.skipped || []).length;
   document.getElementById("runs-summary").textContent = n + " run" + (n === 1 ? "" : "s") + " · " + state.index.total + " cases" +
     (left ? " · " + left + " run(s) still being written, left out: " + state.index.skipped.join(", ") : "");
+  const unreadable = state.index.store_errors || [];
+  if (unreadable.length) {  // said once, above every view: the images these runs lack are not just missing
+    document.querySelector("header").after(el("div", { id: "store-errors", class: "store-errors" },
+      unreadable.map(e => el("p", {}, "Images of " + e.runs.join(", ") + " cannot be shown: " + e.blobs + " — " + e.error))));
+  }
   document.getElementById("overlay").addEventListener("click", () => { document.getElementById("overlay").hidden = true; });
   window.addEventListener("hashchange", route);
   route();
