@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
-import httpx
 from PIL import Image
 
 from umni.plugin import (
@@ -34,8 +33,8 @@ from umni.plugin import (
     register_secret,
 )
 
-from .endpoints import public_url
 from .openai_params import OpenAIParams, is_reasoning_model
+from .openai_preflight import probe_server
 from .openai_replies import (
     ImageBytes,
     chat_usage,
@@ -60,9 +59,6 @@ ENDPOINT_USERS = {
     "/images/generations": "role generate calls it (a plain vLLM or SGLang chat server has none: bind generate elsewhere)",
     "/images/edits": "roles edit, and generate with context images (GENIUS interleaved), call it",
 }
-
-#: Seconds each pre-flight request may take.
-PREFLIGHT_TIMEOUT_S = 10.0
 
 
 class OpenAIBackend(Backend):
@@ -163,42 +159,19 @@ class OpenAIBackend(Backend):
     # -- pre-flight ----------------------------------------------------------------------------------
 
     async def preflight(self, roles: frozenset[str]) -> list[str]:
-        """One GET of ``/models`` per server (reachable, key accepted, model served), and for bound image
-        roles an empty POST to each images endpoint they call (404: the server has none; any other
-        answer, such as 400 for the missing prompt, means it is there). No request costs a model call."""
-        paths = {path for role in roles for path in ENDPOINTS_BY_ROLE.get(role, ())}
-        problems: list[str] = []
+        """Ask every server what it offers (`openai_preflight`): one line per problem (no answer, key
+        refused, another model served, an images endpoint a bound role calls missing). Every exchange
+        is held to the spec's deadline and body cap; no request costs a model call."""
+        paths = sorted({path for role in roles for path in ENDPOINTS_BY_ROLE.get(role, ())} - {"/chat/completions"})
         key = os.environ.get(self.params.api_key_env) or None
-        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        problems: list[str] = []
         for url in self.base_urls:
-            who = f"openai/{self.model} at {public_url(url)}"
-            async with httpx.AsyncClient(base_url=url, headers=headers, timeout=PREFLIGHT_TIMEOUT_S) as client:
-                problems += await self._probe(client, who, key, sorted(paths - {"/chat/completions"}))
-        return problems
-
-    async def _probe(self, client: httpx.AsyncClient, who: str, key: str | None, image_paths: list[str]) -> list[str]:
-        try:
-            listed = await client.get("/models")
-        except httpx.HTTPError as exc:
-            return [f"{who}: no answer ({type(exc).__name__}); is base_url right and the server up?"]
-        if listed.status_code in (401, 403):
-            given = f"the key from {self.params.api_key_env}" if key else f"no key ({self.params.api_key_env} is not set)"
-            return [f"{who}: HTTP {listed.status_code}, the server refused {given}"]
-        problems = []
-        if listed.status_code == 200:
-            try:
-                served = [str(m.get("id")) for m in listed.json().get("data", []) if isinstance(m, dict)]
-            except (ValueError, AttributeError):
-                served = []
-            if served and self.model not in served:
-                problems.append(f"{who}: the server does not serve '{self.model}' (it serves {', '.join(served[:5])}); wrong model name?")
-        for path in image_paths:
-            try:
-                answer = await (client.post(path, json={}) if path == "/images/generations" else client.post(path, data={"x": ""}))
-            except httpx.HTTPError:
-                continue  # it answered /models: a failure here is left to the run's retries
-            if answer.status_code in (404, 405):
-                problems.append(f"{who}: no {path} endpoint (HTTP {answer.status_code}); {ENDPOINT_USERS[path]}")
+            report = await probe_server(url, model=self.model, params=self.params, key=key, image_paths=paths)
+            problems += report.problems
+            who = f"openai/{self.model} at {report.server}"
+            for path in paths:
+                if report.has(path) is False:
+                    problems.append(f"{who}: no {path} endpoint (HTTP {report.endpoints[path]}); {ENDPOINT_USERS[path]}")
         return problems
 
     # -- understand / judge ------------------------------------------------------------------------
