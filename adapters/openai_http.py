@@ -13,14 +13,18 @@ import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 from urllib.parse import urlsplit
 
+import anyio
 from PIL import Image
 
 from umni.plugin import (
+    EDIT,
+    GENERATE,
     MODEL_ROLES,
     Backend,
+    BackendError,
     ChoiceReply,
     ConfigError,
     ImageReply,
@@ -33,10 +37,11 @@ from umni.plugin import (
     register_secret,
 )
 
-from .openai_params import OpenAIParams, is_reasoning_model
-from .openai_preflight import probe_server
+from .openai_params import IMAGE_REQUEST_PARAMS, OPENAI_API_HOST, OpenAIParams, is_reasoning_model
+from .openai_preflight import IMAGE_PATHS, ServerReport, probe_server
 from .openai_replies import (
     ImageBytes,
+    chat_image,
     chat_usage,
     decode_image,
     first_image,
@@ -48,21 +53,22 @@ from .openai_replies import (
 from .openai_requests import RequestBuilder, chat_content, count_images, options_block
 from .openai_transport import Transport, parse_retry_after, read_url_file
 
-#: The endpoints each role calls (under base_url); README "Which endpoints each role calls" says the same.
-ENDPOINTS_BY_ROLE: dict[str, tuple[str, ...]] = {
-    "understand": ("/chat/completions",),
-    "judge": ("/chat/completions",),
-    "generate": ("/images/generations", "/images/edits"),  # a prompt with context images goes to edits
-    "edit": ("/images/edits",),
+#: The images endpoints each image role may call (under base_url) when images go through them.
+IMAGE_ENDPOINTS_BY_ROLE: dict[str, tuple[str, ...]] = {
+    GENERATE: IMAGE_PATHS,  # a prompt with context images goes to edits
+    EDIT: ("/images/edits",),
 }
 ENDPOINT_USERS = {
-    "/images/generations": "role generate calls it (a plain vLLM or SGLang chat server has none: bind generate elsewhere)",
+    "/images/generations": "role generate calls it (a plain vLLM or SGLang chat server has none: bind generate elsewhere, "
+    "or draw through chat with image_api=chat)",
     "/images/edits": "roles edit, and generate with context images (GENIUS interleaved), call it",
 }
+ImageAPI = Literal["chat", "images"]
 
 
 class OpenAIBackend(Backend):
-    """Chat completions for understand/judge, the Images API for generate/edit."""
+    """Chat completions for understand/judge; generate/edit through the images endpoints or through
+    chat completions with image output (`image_api`: vLLM-Omni serves unified models that way)."""
 
     provider: ClassVar[str] = "openai"
     roles: ClassVar[frozenset[str]] = frozenset(MODEL_ROLES)
@@ -92,10 +98,26 @@ class OpenAIBackend(Backend):
                 f"backend spec '{spec}': environment variable {params.api_key_env} (api_key_env) is not set",
                 field="api_key_env",
             )
+        conflict = params.conflicts()
+        if conflict:
+            raise ConfigError(f"backend spec '{spec}': {conflict}", field="width")
         register_secret(os.environ.get(params.api_key_env))
         self._roles = _parse_roles(spec, params.roles)
         self.transport = Transport(self.model, params, base_urls, discovery, self.notify)
         self.requests = RequestBuilder(self.model, params, self.transport.host)
+        #: Where images are asked for; with image_api=auto, None until the server has been asked
+        #: (`preflight` or `settle`). OpenAI's own API draws through its images endpoints only.
+        self.image_api: ImageAPI | None = (
+            params.image_api if params.image_api != "auto" else ("images" if self.hosted else None)
+        )
+        #: What the servers answered when asked (pre-flight or settle), for run.json.
+        self._reports: list[ServerReport] = []
+        #: the roles the servers were asked about, and whether every server was asked
+        self._asked: tuple[frozenset[str], bool] | None = None
+        self._asking: anyio.Lock | None = None
+        #: a run settles the backend before any key is made; used on its own, without `settle`, an
+        #: undecided auto keeps to the images endpoints (as before image_api existed)
+        self._settled = False
         #: Everything this backend consumed since it started (each reply also carries its own share).
         self.total_usage = Usage(calls=0)
 
@@ -117,16 +139,34 @@ class OpenAIBackend(Backend):
     def reasoning(self) -> bool:
         return is_reasoning_model(self.model)
 
+    @property
+    def hosted(self) -> bool:
+        """Whether the calls go to OpenAI's own API (which needs a key and has no chat-drawn images)."""
+        return any(urlsplit(url).hostname == OPENAI_API_HOST for url in self.base_urls)
+
     def fills(self) -> frozenset[str]:
         return self._roles
 
     def identity(self) -> dict[str, Any]:
-        params = {k: v for k, v in self.spec.params if k not in self.operational_params}
+        params = {k: v for k, v in self.spec.params if k not in self.operational_params and k not in IMAGE_REQUEST_PARAMS}
         if self.params.extra_body:  # by content: two spellings of the same JSON are the same request
             params["extra_body"] = json.dumps(self.params.extra, sort_keys=True, separators=(",", ":"))
         if len(self.base_urls) > 1 or self.transport.discovery is not None:  # replicas of one served model: the answers are the model's
             return {"provider": self.provider, "name": self.model, "params": params}
         return {"provider": self.provider, "name": self.model, "endpoint": _endpoint(self.base_url), "params": params}
+
+    def identity_for(self, role: str | None) -> dict[str, Any]:
+        """Image nodes add how their images are asked for: the API (absent for the images endpoints,
+        as before image_api existed, so those keys stay) and every per-request field the spec sets."""
+        base = self.identity()
+        if role not in (GENERATE, EDIT):
+            return base
+        request: dict[str, Any] = {}
+        api = self.image_api or ("auto, not yet decided" if self._settled else "images")  # what `_image_api` does
+        if api != "images":
+            request["api"] = api
+        request.update(self.params.image_request_identity())
+        return {**base, "image_request": request} if request else base
 
     @property
     def concurrency(self) -> int:
@@ -156,23 +196,68 @@ class OpenAIBackend(Backend):
     async def aclose(self) -> None:
         await self.transport.aclose()
 
-    # -- pre-flight ----------------------------------------------------------------------------------
+    # -- before a run: pre-flight and settle ---------------------------------------------------------
 
     async def preflight(self, roles: frozenset[str]) -> list[str]:
         """Ask every server what it offers (`openai_preflight`): one line per problem (no answer, key
-        refused, another model served, an images endpoint a bound role calls missing). Every exchange
-        is held to the spec's deadline and body cap; no request costs a model call."""
-        paths = sorted({path for role in roles for path in ENDPOINTS_BY_ROLE.get(role, ())} - {"/chat/completions"})
-        key = os.environ.get(self.params.api_key_env) or None
-        problems: list[str] = []
-        for url in self.base_urls:
-            report = await probe_server(url, model=self.model, params=self.params, key=key, image_paths=paths)
-            problems += report.problems
-            who = f"openai/{self.model} at {report.server}"
-            for path in paths:
-                if report.has(path) is False:
+        refused, another model served, an images endpoint a bound role needs missing). With
+        image_api=auto this is also where the image API is chosen. No request costs a model call."""
+        self._refuse_missing_key()
+        reports = await self._ask(roles, every_server=True)
+        problems = [line for report in reports for line in report.problems]
+        if self.image_api == "images":  # a missing images endpoint matters only when images go there
+            wanted = {path for role in roles for path in IMAGE_ENDPOINTS_BY_ROLE.get(role, ())}
+            for report in reports:
+                who = f"openai/{self.model} at {report.server}"
+                for path in sorted(p for p in wanted if report.has(p) is False):
                     problems.append(f"{who}: no {path} endpoint (HTTP {report.endpoints[path]}); {ENDPOINT_USERS[path]}")
         return problems
+
+    async def settle(self, roles: frozenset[str]) -> dict[str, Any]:
+        """Decide image_api=auto before any key is made (one probe, unless the pre-flight asked
+        already); returns what the servers reported and the image API chosen, for run.json."""
+        self._refuse_missing_key()
+        self._settled = True  # from here on only what is decided now counts: keys are made with it
+        if self.image_api is None and roles & {GENERATE, EDIT}:
+            await self._ask(roles, every_server=False)
+        answered = [report.record() for report in self._reports if report.reached]
+        if not answered:
+            return {}
+        record: dict[str, Any] = {"servers": answered}
+        if self.params.image_api == "auto" and self.image_api is not None:
+            record["image_api"] = f"{self.image_api} (auto)"
+        return record
+
+    def _refuse_missing_key(self) -> None:
+        """OpenAI's own API answers every call without a key with 401: refuse the spec before any call."""
+        if self.hosted and not os.environ.get(self.params.api_key_env):
+            raise ConfigError(
+                f"backend spec '{self.spec}': OpenAI's API needs a key and {self.params.api_key_env} is not set; "
+                f"set the environment variable {self.params.api_key_env} (or api_key_env= another that holds it)",
+                field="api_key_env",
+            )
+
+    async def _ask(self, roles: frozenset[str], *, every_server: bool) -> list[ServerReport]:
+        """Probe the servers (all, or until one answers) once per set of roles; decide image_api=auto
+        from the first server that says whether it has images endpoints."""
+        if self._asking is None:
+            self._asking = anyio.Lock()
+        async with self._asking:
+            if self._asked is not None and roles <= self._asked[0] and (self._asked[1] or not every_server):
+                return self._reports
+            image_roles = roles & {GENERATE, EDIT} if self.params.image_api != "chat" else frozenset()
+            paths = sorted({p for role in image_roles for p in IMAGE_ENDPOINTS_BY_ROLE[role]})
+            key = os.environ.get(self.params.api_key_env) or None
+            reports: list[ServerReport] = []
+            for url in self.base_urls:
+                report = await probe_server(url, model=self.model, params=self.params, key=key, image_paths=paths)
+                reports.append(report)
+                if not every_server and report.reached:
+                    break
+            self._reports, self._asked = reports, (roles | (self._asked[0] if self._asked else frozenset()), every_server)
+            if self.image_api is None and paths:
+                self.image_api = _decide(reports, paths)
+            return reports
 
     # -- understand / judge ------------------------------------------------------------------------
 
@@ -215,40 +300,82 @@ class OpenAIBackend(Backend):
     # -- generate / edit ---------------------------------------------------------------------------
 
     async def generate(self, parts: Sequence[Part], *, seed: int = 0) -> ImageReply:
-        """Text-to-image; a prompt that carries images goes to the edits endpoint with them.
-
-        The Images API takes one prompt string, so text parts are joined in order. The seed is
-        not sent: hosted image APIs reject it, so repeat variation comes from the server.
-        """
+        """Text-to-image. Through chat, the interleaved prompt goes as it is; through the images
+        endpoints, text parts are joined in order into the one prompt string they take, and a
+        prompt that carries images goes to the edits endpoint with them."""
         images = [p for p in parts if isinstance(p, Image.Image)]
+        if self._image_api() == "chat":
+            return await self._draw_through_chat(parts, seed=seed, images_in=len(images))
         prompt = "\n".join(p for p in parts if isinstance(p, str))
         if images:
             return await self.edit(images, prompt, seed=seed)
-        data, _ = await self.transport.post_json("/images/generations", json_body=self.requests.image_generation(prompt))
-        image = await self._first_image(data)
+        body = self.requests.image_generation(prompt, seed=seed)
+        data, server = await self.transport.post_json("/images/generations", json_body=body)
+        image = await self._image(data, server)
         usage = self._record(image_usage(data, images_in=0))
         return ImageReply(image=image, usage=usage)
 
     async def edit(self, images: Sequence[Image.Image], instruction: str, *, seed: int = 0) -> ImageReply:
+        """Through chat, the instruction then the input images as one user message; through the
+        images endpoints, a multipart form with the images as files (or JSON, `edit_form=json`)."""
         if not images:
             raise ConfigError("edit() needs at least one input image")
-        form, files = self.requests.image_edit(images, instruction)
-        data, _ = await self.transport.post_json("/images/edits", data=form, files=files)
-        image = await self._first_image(data)
+        if self._image_api() == "chat":
+            return await self._draw_through_chat([instruction, *images], seed=seed, images_in=len(images))
+        if self.params.edit_form == "json":
+            body = self.requests.image_edit_json(images, instruction, seed=seed)
+            data, server = await self.transport.post_json("/images/edits", json_body=body)
+        else:
+            form, files = self.requests.image_edit(images, instruction, seed=seed)
+            data, server = await self.transport.post_json("/images/edits", data=form, files=files)
+        image = await self._image(data, server)
         usage = self._record(image_usage(data, images_in=len(images)))
         return ImageReply(image=image, usage=usage)
 
-    async def _first_image(self, data: Any) -> Image.Image:
-        found = first_image(data, self.transport.who())
+    async def _draw_through_chat(self, parts: Sequence[Part], *, seed: int, images_in: int) -> ImageReply:
+        data, server = await self.transport.post_json("/chat/completions", json_body=self.requests.chat_image(parts, seed=seed))
+        image = await self._image(data, server, through_chat=True)
+        usage = chat_usage(data, images_in=images_in)
+        usage.images_out = 1
+        return ImageReply(image=image, usage=self._record(usage))
+
+    def _image_api(self) -> ImageAPI:
+        if self.image_api is None and not self._settled:
+            return "images"
+        if self.image_api is None:
+            raise BackendError(
+                f"{self.transport.who()}: image_api=auto could not tell before the run whether the server draws "
+                "through chat or through its images endpoints (it did not answer); set image_api=chat or image_api=images",
+                retryable=False,
+            )
+        return self.image_api
+
+    async def _image(self, data: Any, server: str, *, through_chat: bool = False) -> Image.Image:
+        """The reply's image, decoded under the pixel cap: from the reply itself, or fetched from
+        the server that made it (any other host gets no key)."""
+        who = self.transport.who()
+        found = chat_image(data, who) if through_chat else first_image(data, who)
         if isinstance(found, ImageBytes):
             raw, source = found.raw, f"{self.model} at {self.host}" + (f" ({found.via})" if found.via else "")
         else:
-            raw, source = await self.transport.fetch_image(found.url), f"{self.model} at {self.host}"
+            raw, source = await self.transport.fetch_image(found.url, server), f"{self.model} at {self.host}"
         return decode_image(raw, source=source, max_pixels=self.params.max_pixels)
 
     def _record(self, usage: Usage) -> Usage:
         self.total_usage.add(usage)
         return usage
+
+
+def _decide(reports: list[ServerReport], paths: list[str]) -> ImageAPI | None:
+    """image_api=auto: the images endpoints when a server has any that the bound roles call, chat
+    when one answered that it has none of them, undecided when none answered."""
+    for report in reports:
+        answered = [has for has in (report.has(p) for p in paths) if has is not None]
+        if any(answered):
+            return "images"
+        if answered and len(answered) == len(paths):
+            return "chat"
+    return None
 
 
 def _endpoint(base_url: str) -> str:

@@ -65,6 +65,11 @@ CONNECTION_PARAMS = frozenset(
 LIMIT_PARAMS = frozenset({"max_response_bytes", "max_pixels"})
 #: The image parameters of the Images API, sent only when the spec names them.
 IMAGE_OPTIONS = ("size", "quality", "response_format", "style")
+#: Parameters that change only how images are asked for: they enter the identity of image nodes
+#: (generate, edit) and of no other, so changing one recomputes the images and nothing else.
+IMAGE_REQUEST_PARAMS = ("image_api", "width", "height", "steps", "guidance", "negative_prompt", "image_seed", "edit_form")
+#: `size` as width x height, the form the diffusion servers' `width`/`height` fields come from.
+SIZE = re.compile(r"^(\d+)x(\d+)$")
 
 
 def is_reasoning_model(model: str) -> bool:
@@ -101,6 +106,19 @@ class OpenAIParams(BackendParams):
     latency_target: PositiveFloat | None = None
     #: a file listing the servers (one URL a line) that a launcher rewrites; re-read when it changes
     base_url_file: str | None = None
+    #: where generate and edit ask for images: chat completions with image output (vLLM-Omni's shape),
+    #: the images endpoints, or (auto) whichever the server offers, decided before the run
+    image_api: Literal["auto", "chat", "images"] = "auto"
+    #: per-request diffusion fields of the servers that take them (vLLM-Omni, SGLang), sent only when set
+    width: PositiveInt | None = None
+    height: PositiveInt | None = None
+    steps: PositiveInt | None = None
+    guidance: float | None = Field(None, ge=0, allow_inf_nan=False)
+    negative_prompt: str | None = None
+    #: send the node's seed to the images endpoints too (chat requests always carry it)
+    image_seed: bool = False
+    #: how an edit hands over its input images: multipart files, or JSON with data-URL image references
+    edit_form: Literal["multipart", "json"] = "multipart"
 
     @field_validator("base_url")
     @classmethod
@@ -120,6 +138,14 @@ class OpenAIParams(BackendParams):
         if value:
             check_extra_body(value, "extra_body")
         return value
+
+    def conflicts(self) -> str | None:
+        """Settings that contradict each other, worded for the user (None: none)."""
+        if (self.width is None) != (self.height is None):
+            return "width and height go together: give both, or size=WIDTHxHEIGHT"
+        if self.width is not None and self.size is not None:
+            return "give size=WIDTHxHEIGHT or width= and height=, not both"
+        return None
 
     # -- what follows from the parameters ----------------------------------------------------------
 
@@ -141,6 +167,30 @@ class OpenAIParams(BackendParams):
     def image_options(self) -> dict[str, Any]:
         """The Images API parameters the spec names, in a fixed order."""
         return {k: getattr(self, k) for k in IMAGE_OPTIONS if getattr(self, k) is not None}
+
+    @property
+    def dimensions(self) -> tuple[int, int] | None:
+        """(width, height) asked for: from width= and height=, or from a size of the form WIDTHxHEIGHT."""
+        if self.width is not None and self.height is not None:
+            return self.width, self.height
+        match = SIZE.match(self.size or "")
+        return (int(match.group(1)), int(match.group(2))) if match else None
+
+    @property
+    def diffusion_fields(self) -> dict[str, Any]:
+        """The diffusion servers' per-request fields the spec sets (vLLM-Omni and SGLang spell them so)."""
+        named = {"num_inference_steps": self.steps, "guidance_scale": self.guidance, "negative_prompt": self.negative_prompt}
+        return {k: v for k, v in named.items() if v is not None}
+
+    def image_request_identity(self) -> dict[str, Any]:
+        """The image request parameters set to something other than their default (image_api apart:
+        what it resolved to is the backend's to say)."""
+        defaults = type(self).model_fields
+        return {
+            name: getattr(self, name)
+            for name in IMAGE_REQUEST_PARAMS
+            if name != "image_api" and getattr(self, name) != defaults[name].default
+        }
 
     def token_field_for(self, model: str) -> str:
         """The request field that carries the reply-length limit for `model`."""

@@ -3,7 +3,8 @@
 One GET of ``/models`` (reachable, key accepted, model served: the ids it lists are recorded) and,
 when image roles are bound, an empty request to each images endpoint they could call (404, 405 or
 501: the server has none; any other answer, such as 422 for the missing prompt, means it is there).
-Every exchange is held to the spec's deadline (at most `PREFLIGHT_TIMEOUT_S`) and body cap like any call, so a server
+From these the backend decides where `image_api=auto` sends its image requests. Every exchange is
+held to the spec's deadline (at most `PREFLIGHT_TIMEOUT_S`) and body cap like any call, so a server
 that trickles bytes or streams garbage cannot stall or swell a run before it starts.
 """
 

@@ -15,7 +15,7 @@ from urllib.parse import unquote_to_bytes, urlsplit
 
 from PIL import Image
 
-from umni.plugin import BackendError, Refusal, Usage, parse_choice, scrub, truncate
+from umni.plugin import BackendError, ParseFailure, Refusal, Usage, parse_choice, scrub, truncate
 
 from .http_limits import DEFAULT_MAX_PIXELS, decode_image_bounded
 
@@ -123,35 +123,86 @@ def first_image(data: Any, who: str) -> ImageBytes | ImageLink:
         except (ValueError, TypeError) as exc:
             raise malformed(who, f"data[0].b64_json is not base64 ({exc})") from None
     if first.get("url"):
-        url = str(first["url"]).strip()
-        scheme = urlsplit(url).scheme.lower() if ":" in url else ""
-        if scheme == "data":  # the image itself, inside the reply the size cap already bounded
-            return ImageBytes(data_url_bytes(url, who), via="a data: URL")
-        if scheme not in ("", "http", "https"):
-            raise BackendError(
-                f"{who}: data[0].url has the scheme '{truncate(scheme, 20)}'; an image is fetched from an "
-                "http(s) URL or read from a data: URL",
-                retryable=False,
-            )
-        return ImageLink(url)
+        return image_at(str(first["url"]).strip(), who, "data[0].url")
     raise malformed(who, "data[0] has neither b64_json nor url")
 
 
-def data_url_bytes(url: str, who: str) -> bytes:
+def chat_image(data: Any, who: str) -> ImageBytes | ImageLink:
+    """The first image of a chat completion asked for image output: an ``image_url`` part of any
+    choice's ``message.content`` (vLLM-Omni puts the text of a reply in one choice and its image in
+    another). A refusal raises `Refusal`; a reply with no image raises `ParseFailure` naming what
+    came back, so a server that ignores ``modalities`` and answers in words is a counted failure."""
+    choices = data.get("choices") if isinstance(data, dict) else None
+    if not isinstance(choices, list) or not choices:
+        raise malformed(who, "no choices in the chat completion")
+    said: list[str] = []
+    for number, choice in enumerate(choices):
+        message = choice.get("message") if isinstance(choice, dict) else None
+        if not isinstance(message, dict):
+            continue
+        refusal = message.get("refusal")
+        if isinstance(refusal, str) and refusal.strip():
+            raise Refusal(f"the model refused: {truncate(scrub(refusal), 300)}", raw=scrub(refusal))
+        content = message.get("content")
+        if choice.get("finish_reason") == "content_filter":
+            text = scrub(content) if isinstance(content, str) else ""
+            raise Refusal("the server's content filter stopped the reply (finish_reason content_filter)", raw=text or None)
+        if isinstance(content, str):
+            said.append(content)
+            continue
+        for index, part in enumerate(content if isinstance(content, list) else []):
+            if not isinstance(part, dict):
+                continue
+            if part.get("type") == "text" and isinstance(part.get("text"), str):
+                said.append(part["text"])
+            elif part.get("type") == "image_url":
+                where = f"choices[{number}].message.content[{index}].image_url"
+                reference = part.get("image_url")
+                url = reference.get("url") if isinstance(reference, dict) else reference
+                if not isinstance(url, str) or not url.strip():
+                    raise malformed(who, f"{where} holds no url")
+                return image_at(url.strip(), who, where, media_required=True)
+    text = scrub(" ".join(t.strip() for t in said if t.strip()))
+    came = f"text only: '{truncate(text, 200)}'" if text else "no content"
+    raise ParseFailure(
+        f"{who}: an image was asked for (chat with modalities [\"image\"]) and the reply holds {came}; a server that "
+        "does not draw through chat ignores modalities (use image_api=images, or bind the role elsewhere)",
+        raw=text or None,
+    )
+
+
+def image_at(url: str, who: str, where: str, *, media_required: bool = False) -> ImageBytes | ImageLink:
+    """The image a reply's URL holds: read from a ``data:`` URL, or to fetch from an http(s) URL or a
+    path on the server; any other scheme is refused without being followed."""
+    scheme = urlsplit(url).scheme.lower() if ":" in url else ""
+    if scheme == "data":  # the image itself, inside the reply the size cap already bounded
+        return ImageBytes(data_url_bytes(url, who, where=where, media_required=media_required), via="a data: URL")
+    if scheme not in ("", "http", "https"):
+        raise BackendError(
+            f"{who}: {where} has the scheme '{truncate(scheme, 20)}'; an image is fetched from an "
+            "http(s) URL or read from a data: URL",
+            retryable=False,
+        )
+    return ImageLink(url)
+
+
+def data_url_bytes(url: str, who: str, *, where: str = "data[0].url", media_required: bool = False) -> bytes:
     """The bytes a ``data:[<media type>][;base64],<data>`` URL carries (RFC 2397), read here: it is
-    never a path to fetch. A declared media type other than an image is refused by name."""
+    never a path to fetch. A declared media type other than an image is refused by name (so is an
+    undeclared one, where the reply's format promises a type)."""
     header, comma, payload = url[len("data:") :].partition(",")
     if not comma:
-        raise malformed(who, "data[0].url is a data: URL with no comma before its data")
+        raise malformed(who, f"{where} is a data: URL with no comma before its data")
     fields = [f.strip().lower() for f in header.split(";")]
     media = fields[0]
-    if media and not media.startswith("image/") and media != "application/octet-stream":
-        raise BackendError(f"{who}: data[0].url is a data: URL of {truncate(media, 60)}, not an image", retryable=False)
+    untyped = not media or media == "application/octet-stream"
+    if (untyped and media_required) or (not untyped and not media.startswith("image/")):
+        raise BackendError(f"{who}: {where} is a data: URL of {truncate(media or 'no media type', 60)}, not an image", retryable=False)
     if "base64" in fields[1:]:
         try:
             return base64.b64decode("".join(payload.split()), validate=True)
         except (ValueError, TypeError) as exc:
-            raise malformed(who, f"data[0].url is a data: URL whose base64 does not decode ({exc})") from None
+            raise malformed(who, f"{where} is a data: URL whose base64 does not decode ({exc})") from None
     return unquote_to_bytes(payload)
 
 

@@ -75,18 +75,65 @@ class RequestBuilder:
         body["top_logprobs"] = 20
         return body
 
-    def image_generation(self, prompt: str) -> dict[str, Any]:
-        """The Images API's generation body. The seed is not sent: hosted image APIs reject it."""
-        return {"model": self.model, "prompt": prompt, "n": 1, **self.params.image_options, **self.params.extra}
+    def chat_image(self, parts: Sequence[Part], *, seed: int) -> dict[str, Any]:
+        """An image asked for through chat completions, as vLLM-Omni serves BAGEL and its kind: the
+        interleaved prompt as the user message, ``modalities: ["image"]``, the node's seed and the
+        diffusion fields the spec sets as top-level fields (the server reads them there), then the
+        spec's extra body fields."""
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": [{"role": "user", "content": chat_content(parts)}],
+            "modalities": ["image"],
+            "seed": seed,
+        }
+        dimensions = self.params.dimensions
+        if dimensions is not None:
+            body["width"], body["height"] = dimensions
+        body.update(self.params.diffusion_fields)
+        body.update(self.params.extra)
+        return body
 
-    def image_edit(self, images: Sequence[Image.Image], instruction: str) -> tuple[dict[str, str], list[FormFile]]:
-        """The Images API's edit form and files: one ``image``, or several as ``image[]``."""
+    def image_generation(self, prompt: str, *, seed: int) -> dict[str, Any]:
+        """The Images API's generation body, with the diffusion servers' fields the spec sets. The
+        seed goes only with `image_seed`: OpenAI's hosted image API rejects it."""
+        body: dict[str, Any] = {"model": self.model, "prompt": prompt, "n": 1, **self.params.image_options}
+        body.update(self._image_extensions(seed))
+        body.update(self.params.extra)
+        return body
+
+    def image_edit(self, images: Sequence[Image.Image], instruction: str, *, seed: int) -> tuple[dict[str, str], list[FormFile]]:
+        """The Images API's edit form and files: one ``image``, or several as ``image[]`` (OpenAI,
+        vLLM-Omni and SGLang all read both)."""
         field = "image" if len(images) == 1 else "image[]"
         files = [(field, (f"image_{i}.png", png_bytes(img), "image/png")) for i, img in enumerate(images)]
-        # The edits endpoint takes no `style` (a generation option); sending it is an error on OpenAI's API.
-        options = {k: v for k, v in self.params.image_options.items() if k != "style"}
-        form = {"model": self.model, "prompt": instruction, "n": "1", **options, **form_fields(self.params.extra)}
+        extensions = {k: v if isinstance(v, str) else json.dumps(v) for k, v in self._image_extensions(seed).items()}
+        form = {"model": self.model, "prompt": instruction, "n": "1", **self._edit_options(), **extensions,
+                **form_fields(self.params.extra)}
         return form, files
+
+    def image_edit_json(self, images: Sequence[Image.Image], instruction: str, *, seed: int) -> dict[str, Any]:
+        """The edit as JSON (`edit_form=json`), the input images as data-URL references
+        (``images: [{"image_url": …}]``), for a server that takes that form instead of files."""
+        references = [{"image_url": data_url(png_bytes(img))} for img in images]
+        body: dict[str, Any] = {"model": self.model, "prompt": instruction, "n": 1, "images": references, **self._edit_options()}
+        body.update(self._image_extensions(seed))
+        body.update(self.params.extra)
+        return body
+
+    def _edit_options(self) -> dict[str, Any]:
+        # The edits endpoint takes no `style` (a generation option); sending it is an error on OpenAI's API.
+        return {k: v for k, v in self.params.image_options.items() if k != "style"}
+
+    def _image_extensions(self, seed: int) -> dict[str, Any]:
+        """What the images endpoints of vLLM-Omni and SGLang take beyond OpenAI's: the size from
+        width= and height= (vLLM-Omni reads only ``size``), the diffusion fields, the seed."""
+        out: dict[str, Any] = {}
+        if self.params.width is not None and self.params.height is not None:
+            out["size"] = f"{self.params.width}x{self.params.height}"
+        out.update(self.params.diffusion_fields)
+        if self.params.image_seed:
+            out["seed"] = seed
+        return out
 
 
 def chat_content(parts: Sequence[Part]) -> list[dict[str, Any]]:
@@ -94,13 +141,16 @@ def chat_content(parts: Sequence[Part]) -> list[dict[str, Any]]:
     content: list[dict[str, Any]] = []
     for part in parts:
         if isinstance(part, Image.Image):
-            url = "data:image/png;base64," + base64.b64encode(png_bytes(part)).decode("ascii")
-            content.append({"type": "image_url", "image_url": {"url": url}})
+            content.append({"type": "image_url", "image_url": {"url": data_url(png_bytes(part))}})
         elif isinstance(part, str):
             content.append({"type": "text", "text": part})
         else:
             raise ConfigError(f"a prompt part must be text or a PIL image, got {type(part).__name__}")
     return content
+
+
+def data_url(png: bytes) -> str:
+    return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
 
 
 def png_bytes(image: Image.Image) -> bytes:

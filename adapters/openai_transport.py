@@ -16,7 +16,7 @@ import time
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
 import httpx
 
@@ -164,12 +164,12 @@ class Transport:
         json_body: dict[str, Any] | None = None,
         data: dict[str, str] | None = None,
         files: list[FormFile] | None = None,
-    ) -> tuple[Any, float]:
-        """POST and return the parsed JSON body; every failure becomes one typed BackendError."""
+    ) -> tuple[Any, str]:
+        """POST and return the parsed JSON body and the URL of the server that answered (a path its
+        reply names is that server's); every failure becomes one typed BackendError."""
         self.require_client()
-        started = time.perf_counter()
         try:
-            response, who = await self._post_any(path, json_body=json_body, data=data, files=files)
+            response, who, server = await self._post_any(path, json_body=json_body, data=data, files=files)
         except httpx.TimeoutException as exc:
             raise BackendError(
                 f"{self.who()} {path}: no response within the timeout "
@@ -179,7 +179,6 @@ class Transport:
         except httpx.TransportError as exc:
             detail = redact(str(exc) or type(exc).__name__, self.api_key)
             raise BackendError(f"{self.who()} {path}: connection failed ({detail})", retryable=True) from None
-        elapsed = time.perf_counter() - started
         if not response.is_success:
             if response.status_code == 400 and error_code(response) in REFUSAL_CODES:
                 said = truncate(redact(server_message(response), self.api_key), 300)
@@ -197,7 +196,7 @@ class Transport:
                 ) from None
             raise error
         try:
-            return strict_json(response.content), elapsed
+            return strict_json(response.content), server
         except (ValueError, UnicodeDecodeError):  # JSONDecodeError, NaN/Infinity, out-of-range numbers
             raise malformed(self.who(), f"{path} returned a body that is not JSON ({len(response.content)} bytes)") from None
 
@@ -208,8 +207,8 @@ class Transport:
         json_body: dict[str, Any] | None,
         data: dict[str, str] | None,
         files: list[FormFile] | None,
-    ) -> tuple[httpx.Response, str]:
-        """POST to the least busy server; returns its response and who answered (for messages).
+    ) -> tuple[httpx.Response, str, str]:
+        """POST to the least busy server; returns its response, who answered (for messages) and its URL.
 
         A lone server's failures propagate as they are (the caller words them). In a fleet, a
         server that fails in a way another would not is set aside and the call goes to the next;
@@ -225,7 +224,7 @@ class Transport:
             finally:
                 fleet.release(endpoint)
             fleet.feedback(endpoint, throttled=response.status_code == 429, seconds=time.monotonic() - began)
-            return response, self.who()
+            return response, self.who(), endpoint.url
         skip: set[int] = set()
         tried: dict[str, str] = {}
         while True:
@@ -264,7 +263,7 @@ class Transport:
                 tried[endpoint.name] = f"HTTP {status}" + (" (rate limited)" if status == 429 else "")
                 fleet.set_aside(endpoint, tried[endpoint.name], parse_retry_after(response.headers))
                 continue
-            return response, who
+            return response, who, endpoint.url
 
     async def _post_to(
         self,
@@ -278,10 +277,13 @@ class Transport:
         request = endpoint.client.build_request("POST", path, json=json_body, data=data, files=files)
         return await self.send(request, who, endpoint.client)
 
-    async def fetch_image(self, url: str) -> bytes:
-        """The bytes of an image handed out by URL. It lives on the server that made it, which takes
-        the key; the key is never handed to a storage host named in a response."""
+    async def fetch_image(self, url: str, server: str) -> bytes:
+        """The bytes of an image handed out by URL. It lives on the server that made it (`server`, which
+        answered the request), which takes the key; the key is never handed to a storage host named in
+        a response. A path (SGLang's ``/v1/images/<id>/content``) is read against that server, as RFC
+        3986 resolves it."""
         fleet = self.require_fleet()
+        url = urljoin(server + "/", url)
         host = urlsplit(url).netloc
         own = [e.client for e in fleet.endpoints if host and urlsplit(e.url).netloc == host]
         client = own[0] if own else fleet.endpoints[0].client
