@@ -328,11 +328,11 @@ def test_a_nodes_chat_template_kwargs_are_not_sent_to_openais_own_api() -> None:
     hosted = OpenAIBackend(Spec.parse("openai/gpt-4o"))  # the default base URL: api.openai.com
     served = OpenAIBackend(Spec.parse("openai/Qwen/Qwen3-VL-8B-Instruct?base_url=http://gpu-box:8000/v1"))
     asked = OpenAIBackend(Spec.parse('openai/gpt-4o?extra_body={"chat_template_kwargs":{"x":1}}'))
-    assert "chat_template_kwargs" not in hosted._chat_body(["a"], max_tokens=5, seed=0, options=options)
-    assert hosted._chat_body(["a"], max_tokens=5, seed=0, options=options)["top_k"] == 3
-    assert served._chat_body(["a"], max_tokens=5, seed=0, options=options)["chat_template_kwargs"] == {
+    assert "chat_template_kwargs" not in hosted.requests.chat(["a"], max_tokens=5, seed=0, options=options)
+    assert hosted.requests.chat(["a"], max_tokens=5, seed=0, options=options)["top_k"] == 3
+    assert served.requests.chat(["a"], max_tokens=5, seed=0, options=options)["chat_template_kwargs"] == {
         "enable_thinking": False
     }
-    assert asked._chat_body(["a"], max_tokens=5, seed=0, options=options)["chat_template_kwargs"] == {
+    assert asked.requests.chat(["a"], max_tokens=5, seed=0, options=options)["chat_template_kwargs"] == {
         "x": 1
     }  # the spec's own

@@ -37,7 +37,9 @@ def test_each_kind_of_problem_is_one_line_naming_the_server(monkeypatch: pytest.
         wrong = problems(f"openai/Qwen/Qwen2.5-VL-7b-instruct?base_url={chat.base_url}", {"judge"})
         assert wrong == [f"openai/Qwen/Qwen2.5-VL-7b-instruct at {chat.base_url}: the server does not serve "
                          "'Qwen/Qwen2.5-VL-7b-instruct' (it serves Qwen/Qwen2.5-VL-7B-Instruct); wrong model name?"]
-        images = problems(f"openai/Qwen/Qwen2.5-VL-7B-Instruct?base_url={chat.base_url}", {"generate", "judge"})
+        # image_api=auto draws through chat on a server without images endpoints: nothing to warn about
+        assert problems(f"openai/Qwen/Qwen2.5-VL-7B-Instruct?base_url={chat.base_url}", {"generate", "judge"}) == []
+        images = problems(f"openai/Qwen/Qwen2.5-VL-7B-Instruct?base_url={chat.base_url}&image_api=images", {"generate", "judge"})
         assert len(images) == 2 and all("HTTP 404" in line for line in images)
         assert "no /images/generations endpoint" in images[1] and "role generate calls it" in images[1]
         assert "no /images/edits endpoint" in images[0] and "GENIUS" in images[0]

@@ -70,6 +70,16 @@ def test_identity_is_the_same_in_process_or_on_ray() -> None:
     assert placed.concurrency == 2 * local.concurrency
 
 
+def test_identity_per_role_is_the_real_backends_on_ray() -> None:
+    """How images are asked for enters image nodes' keys only, on Ray as in process."""
+    spec = "openai/m?base_url=http://gpu:8000/v1&image_api=chat"
+    local = create_backend(Spec.parse(spec))
+    placed = create_backend(Spec.parse(f"{spec}&placement=ray&replicas=2&cpus=0.5"))
+    for role in ("understand", "judge", "generate", "edit"):
+        assert placed.identity_for(role) == local.identity_for(role)
+    assert placed.identity_for("generate") != placed.identity_for("understand") == local.identity()
+
+
 def test_umnibench_results_match_in_process(tmp_path: Path) -> None:
     local = run("sim/umm", tmp_path, "local")
     placed = run("sim/umm?placement=ray&replicas=2&cpus=0.5", tmp_path, "ray", "--ray", "auto")

@@ -85,5 +85,7 @@ class TimedStub(OpenAIStubServer):
 
 
 def openai_spec(server: OpenAIStubServer, *, timeout: float = 2.0, **params: str) -> str:
+    """The stub as a run's model. It draws through the images endpoints: image_api=images says so,
+    so no probe before the run takes a fault of the schedule or adds to the counts."""
     extra = "".join(f"&{k}={v}" for k, v in params.items())
-    return f"openai/stub-umm?base_url={server.base_url}&timeout={timeout}{extra}"
+    return f"openai/stub-umm?base_url={server.base_url}&timeout={timeout}&image_api=images{extra}"

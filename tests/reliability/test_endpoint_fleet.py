@@ -34,7 +34,7 @@ def run(
     extra = "".join(f"&{k}={v}" for k, v in params.items())
     request = RunRequest(
         protocol="umnibench", out=tmp / name, cache=tmp / (cache or f"{name}-cache"),
-        model=f"openai/stub-umm?base_url={','.join(urls)}&timeout=2{extra}",
+        model=f"openai/stub-umm?base_url={','.join(urls)}&timeout=2&image_api=images{extra}",  # no probe: counts are exact
         limit=CASES, concurrency=concurrency, retry=FAST_RETRY, progress=False,
     )  # fmt: skip
     return evaluate(request)

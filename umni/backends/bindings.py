@@ -82,7 +82,7 @@ class Bindings:
         return {role: str(b.spec) for role, b in sorted(self.backends.items())}
 
     def identities(self) -> dict[str, dict[str, Any]]:
-        return {role: b.identity() for role, b in sorted(self.backends.items())}
+        return {role: b.identity_for(role) for role, b in sorted(self.backends.items())}
 
     def replaced(self, role: str, spec: Spec) -> Bindings:
         """A copy with one role rebound (used by rejudge)."""

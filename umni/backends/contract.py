@@ -116,6 +116,13 @@ class Backend:
         Never a model call; the default (nothing to probe) finds none."""
         return []
 
+    async def settle(self, roles: frozenset[str]) -> dict[str, Any]:
+        """Learn, once and before any node's key is made, what this backend's identity depends on that
+        only its server can tell (the `roles` bound to it: an OpenAI-compatible server asked to draw
+        decides whether it draws through chat or through its images endpoints). Returns what the
+        server reported, for run.json (empty: nothing to record). The default asks nothing."""
+        return {}
+
     def servers(self) -> list[str]:
         """The servers a backend spreads its calls over, as they may be shown (none: it is one thing)."""
         return []
@@ -146,6 +153,12 @@ class Backend:
         """What distinguishes this backend's outputs, for cache keys and run records."""
         params = {k: v for k, v in self.spec.params if k not in self.operational_params}
         return {"provider": self.spec.provider, "name": self.spec.name, "params": params}
+
+    def identity_for(self, role: str | None) -> dict[str, Any]:
+        """The identity as it enters the key of a node of `role`: `identity()`, unless some roles'
+        outputs depend on more than the rest (how an HTTP backend is asked for images enters the
+        keys of image nodes only, so changing it recomputes those and nothing else)."""
+        return self.identity()
 
     def identity_hash(self) -> str:
         text = json.dumps(self.identity(), sort_keys=True, separators=(",", ":"))

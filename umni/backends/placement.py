@@ -191,6 +191,7 @@ class RayPool(Backend):
         self.start_timeout = self.shape.start_timeout
         self.max_restarts = self.shape.max_restarts
         self._identity = probe.identity()
+        self._role_identities = {role: probe.identity_for(role) for role in probe.fills()}
         self._per_replica = probe.concurrency
         self._roles = probe.fills()
         self._takes_options = (
@@ -206,6 +207,9 @@ class RayPool(Backend):
     # identity, roles and capacity are the real backend's -------------------------------------------
     def identity(self) -> dict[str, Any]:
         return self._identity
+
+    def identity_for(self, role: str | None) -> dict[str, Any]:
+        return self._role_identities.get(role or "", self._identity)
 
     def fills(self) -> frozenset[str]:
         return self._roles

@@ -24,14 +24,15 @@ from umni.store.artifacts import canonical_json
 KEY_SCHEMA = 2
 
 
-def identity_json(backend: Backend | None) -> str:
-    """The backend's identity as it enters a key; a runner makes it once per backend, not per node."""
-    return canonical_json(backend.identity() if backend is not None else None)
+def identity_json(backend: Backend | None, role: str | None = None) -> str:
+    """The backend's identity as it enters the key of a node of `role` (`Backend.identity_for`); a
+    runner makes it once per backend and role, not per node."""
+    return canonical_json(backend.identity_for(role) if backend is not None else None)
 
 
 def node_key(node: Node, backend: Backend | None, inputs: dict[str, Any], seed: int, *, identity: str | None = None) -> str:
-    """The sha256 of the canonical JSON of the fields above. `identity` is `identity_json(backend)`
-    when the caller already has it. "backend" sorts first among the fields, so its text is put in
+    """The sha256 of the canonical JSON of the fields above. `identity` is `identity_json(backend,
+    node.role)` when the caller already has it. "backend" sorts first among the fields, so its text is put in
     front of the rest's instead of being encoded again: the bytes hashed are the same either way."""
     params = {k: v for k, v in node.params.items() if not k.startswith("_")}
     rest = canonical_json(
@@ -46,5 +47,5 @@ def node_key(node: Node, backend: Backend | None, inputs: dict[str, Any], seed: 
             "repeat": node.repeat,
         }
     )
-    text = '{"backend":' + (identity_json(backend) if identity is None else identity) + "," + rest[1:]
+    text = '{"backend":' + (identity_json(backend, node.role) if identity is None else identity) + "," + rest[1:]
     return hashlib.sha256(text.encode()).hexdigest()

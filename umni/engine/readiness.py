@@ -17,12 +17,14 @@ __all__ = ["blocked_by", "gate", "node_key_with"]
 
 
 def node_key_with(
-    node: Node, backend: Backend | None, identities: dict[int, str], inputs: Callable[[], dict[str, Any]], seed: int
+    node: Node, backend: Backend | None, identities: dict[tuple[int, str | None], str], inputs: Callable[[], dict[str, Any]],
+    seed: int,
 ) -> str:
-    """The node's cache key; raises one of KEY_FAULTS when it cannot be made."""
-    identity = identities.get(id(backend))
+    """The node's cache key; raises one of KEY_FAULTS when it cannot be made. `identities` holds the
+    identity text of each backend and role already met."""
+    identity = identities.get((id(backend), node.role))
     if identity is None:
-        identity = identities[id(backend)] = identity_json(backend)
+        identity = identities[(id(backend), node.role)] = identity_json(backend, node.role)
     return node_key(node, backend, inputs(), seed, identity=identity)
 
 

@@ -168,8 +168,8 @@ class Runner:
         self._inflight = pool.inflight
         self._queue: deque[tuple[_CaseRun, str]] = deque()
         self._draining = False
-        #: each backend's identity as keys hold it, made at its first key (once started, it is settled)
-        self._identities: dict[int, str] = {}
+        #: each backend's identity per role as keys hold it, made at its first key (settled before the run starts)
+        self._identities: dict[tuple[int, str | None], str] = {}
 
     # ------------------------------------------------------------------ public
     async def run(self, jobs: Iterable[CaseJob], on_case_done: CaseDone | None = None) -> RunStats:

@@ -26,6 +26,7 @@ from umni.protocols.caseio import pick
 from umni.protocols.protocol import CaseSet, Protocol, get_protocol
 from umni.reporting.pricing import default_price_file, estimate, load_prices
 from umni.run.config import RunConfig, RunRequest  # noqa: F401 - RunRequest: the old name, still importable here
+from umni.run.preflight import settle
 from umni.run.rundir import RunDir
 from umni.run.servers import ServerLog
 from umni.run.summary import add_cumulative, build_summary
@@ -149,7 +150,8 @@ async def evaluate_async(
     shard = parse_shard(request.shard) if request.shard else None
     out = shard.directory(Path(request.out)) if shard else Path(request.out)
     cases = _cases_of(request, prepared, shard)  # made one at a time as they are read (`CompactCases`)
-    manifest = _manifest(request, prepared, cases, shard, lineage)
+    served = await settle(bindings)  # before any identity is read: keys and run.json hold what it decided
+    manifest = _manifest(request, prepared, cases, shard, lineage, served)
     price_file = request.prices or default_price_file()
     prices = load_prices(price_file) if price_file is not None else None  # a bad price file stops nothing midway
     with RunDir.open(out, manifest) as run_dir, _cache(request, cache) as store:
@@ -212,8 +214,12 @@ def _cases_of(request: RunConfig, prepared: Prepared, shard: Shard | None) -> Se
     return pick(cases, [i for i, c in enumerate(cases) if shard.holds(protocol.case_id(c))])
 
 
-def _manifest(request: RunConfig, prepared: Prepared, cases: Sequence[Any], shard: Shard | None, lineage: dict[str, Any] | None) -> dict[str, Any]:
-    """run.json: the command that makes this run directory what it is."""
+def _manifest(
+    request: RunConfig, prepared: Prepared, cases: Sequence[Any], shard: Shard | None, lineage: dict[str, Any] | None,
+    served: dict[str, dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """run.json: the command that makes this run directory what it is, and what the servers behind it
+    reported when it started (`served`: their model ids, the image API chosen; not compared on resume)."""
     protocol, options, case_set, bindings = prepared
     files = _files_fingerprint(case_set.path, _referenced_files(protocol, cases, options))
     manifest = {
@@ -234,6 +240,8 @@ def _manifest(request: RunConfig, prepared: Prepared, cases: Sequence[Any], shar
         manifest["shard"] = str(shard)
     if lineage:
         manifest["lineage"] = lineage
+    if served:
+        manifest["served"] = served
     return manifest
 
 
