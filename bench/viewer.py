@@ -35,7 +35,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from umni.store.artifacts import atomic_write_text, canonical_json
+from umni.store.atomic import atomic_write_text
+from umni.store.hashing import canonical_json
 
 DOMAINS = ["Spatial", "Plant", "Fluid", "Optics", "Mechanics"]
 

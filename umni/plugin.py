@@ -67,9 +67,9 @@ _EXPORTS = {
     "scrub": "umni.util.secrets",
     "truncate": "umni.util.secrets",
     # images and content hashes
-    "check_image_file": "umni.store.artifacts",
-    "encode_png": "umni.store.artifacts",
-    "fingerprint": "umni.store.artifacts",
+    "check_image_file": "umni.store.images",
+    "encode_png": "umni.store.images",
+    "fingerprint": "umni.store.hashing",
     "file_sha256": "umni.util.filehash",
     # a protocol: its graph, cases, records and scores
     "Protocol": "umni.protocols.protocol",
@@ -162,9 +162,9 @@ if TYPE_CHECKING:
     from umni.protocols.protocol import node_status as node_status
     from umni.protocols.scores import Number as Number
     from umni.protocols.scores import Scores as Scores
-    from umni.store.artifacts import check_image_file as check_image_file
-    from umni.store.artifacts import encode_png as encode_png
-    from umni.store.artifacts import fingerprint as fingerprint
+    from umni.store.hashing import fingerprint as fingerprint
+    from umni.store.images import check_image_file as check_image_file
+    from umni.store.images import encode_png as encode_png
     from umni.util.choices import parse_choice as parse_choice
     from umni.util.errors import BackendError as BackendError
     from umni.util.errors import ConfigError as ConfigError

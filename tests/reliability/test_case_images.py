@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from umni.store.artifacts import MAX_CASE_PIXELS, check_image_file
+from umni.store.images import MAX_CASE_PIXELS, check_image_file
 from umni.util.errors import InputError
 
 REPO = Path(__file__).resolve().parents[2]

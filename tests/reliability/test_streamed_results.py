@@ -13,7 +13,7 @@ import pytest
 from umni.protocols.caseio import CompactCases, each_result, pick, read_jsonl
 from umni.reporting.report import _whole_lines
 from umni.run.evaluation import RunRequest, evaluate
-from umni.store.artifacts import atomic_write_lines
+from umni.store.atomic import atomic_write_lines
 from umni.util.errors import InputError
 from umni.util.secrets import register_secret
 from umni_cases import bundled

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from umni.store.artifacts import atomic_write_text, canonical_json
+from umni.store.atomic import atomic_write_text
+from umni.store.hashing import canonical_json
 
 ROOT = Path(__file__).resolve().parents[2]
 

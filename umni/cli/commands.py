@@ -14,7 +14,7 @@ from umni.util.errors import InputError
 
 
 def _default_out(request: Any, protocol: Any, options: Any, case_set: Any, bindings: Any) -> Path:
-    from umni.store.artifacts import fingerprint
+    from umni.store.hashing import fingerprint
 
     tag = fingerprint([protocol.name, str(case_set.path.resolve()), bindings.identities(), options.model_dump(mode="json"), request.seed])
     return Path("runs") / f"{protocol.name}-{tag[:10]}"

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar
 
-from umni.store.artifacts import ImageRef
+from umni.store.imageref import ImageRef
 from umni.util.secrets import scrub
 
 Status = Literal["computed", "cached", "failed", "skipped", "blocked", "pending"]

@@ -373,7 +373,7 @@ def case_image_problems(graphs: Iterable[Any]) -> list[InputError]:
     """One InputError per referenced image that cannot be decoded safely (missing, not an image,
     damaged, or over the pixel limit), naming the file and the cases that use it. `umni cases check`
     reports these; a run records the same problems as `input` failures of the nodes that read them."""
-    from umni.store.artifacts import check_image_file
+    from umni.store.images import check_image_file
 
     problems: list[InputError] = []
     for path, cases in case_image_files(graphs).items():

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from umni.reporting.leaderboard import write_run_tables
-from umni.store.artifacts import atomic_write_lines, atomic_write_text
+from umni.store.atomic import atomic_write_lines, atomic_write_text
 
 INDEX_FILE = "cases.index.json"
 SEARCH_FILE = "cases.search.txt"

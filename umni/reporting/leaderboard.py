@@ -43,7 +43,7 @@ def write_run_tables(run_dir: Path, summary: dict[str, Any]) -> Path:
     """Compute the run's leaderboard tables once, bootstrap intervals included, and store them as
     tables.json beside it: the viewer and later leaderboards read the intervals instead of
     re-scoring every case hundreds of times."""
-    from umni.store.artifacts import atomic_write_text
+    from umni.store.atomic import atomic_write_text
 
     run = Run(summary, run_dir, intervals=None)
     run.intervals = None  # this run's own tables.json is what is being written: compute afresh
@@ -100,7 +100,7 @@ def write_leaderboard(tables: list[Table], out: Path, *, tidy: list[Table] | Non
     """Write `tables` as Markdown and JSON, and the tidy long-format CSV (one row per run × metric,
     from the `tidy` layout's tables when given: a paper table with the runs as columns reads the
     same either way); return their paths."""
-    from umni.store.artifacts import atomic_write_text
+    from umni.store.atomic import atomic_write_text
 
     out.mkdir(parents=True, exist_ok=True)
     md = out / "leaderboard.md"

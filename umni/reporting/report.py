@@ -17,7 +17,8 @@ from PIL import Image
 
 from umni.protocols.protocol import Protocol, View
 from umni.reporting.format import format_cell
-from umni.store.artifacts import Blobs, atomic_write_lines
+from umni.store.atomic import atomic_write_lines
+from umni.store.blobs import Blobs
 
 THUMB_SIDE = 384
 

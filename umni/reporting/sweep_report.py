@@ -24,7 +24,7 @@ from umni.reporting.format import format_cell
 from umni.reporting.leaderboard import Table, build_tables, run_label  # noqa: E402
 from umni.reporting.pool_hours import pools_held
 from umni.reporting.report import export_image  # noqa: E402
-from umni.store.artifacts import atomic_write_text  # noqa: E402
+from umni.store.atomic import atomic_write_text  # noqa: E402
 from umni.store.completion import require_complete  # noqa: E402
 from umni.store.urls import run_blobs  # noqa: E402
 

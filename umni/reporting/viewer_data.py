@@ -33,7 +33,8 @@ from umni.reporting.caseindex import (
 )
 from umni.reporting.leaderboard import Run, build_tables, find_runs, label_runs, run_coverage
 from umni.reporting.pricing import Price, default_price_file, load_prices, usage_cost
-from umni.store.artifacts import Blobs, ImageRef
+from umni.store.blobs import Blobs
+from umni.store.imageref import ImageRef
 from umni.store.urls import open_blobs, run_blobs_location
 from umni.util.errors import InputError, StorageError, UmniError
 from umni.util.secrets import scrub

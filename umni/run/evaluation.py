@@ -30,8 +30,8 @@ from umni.run.preflight import settle
 from umni.run.rundir import RunDir
 from umni.run.servers import ServerLog
 from umni.run.summary import add_cumulative, build_summary
-from umni.store.artifacts import fingerprint
 from umni.store.cache import Cache, RunStore
+from umni.store.hashing import fingerprint
 from umni.store.location import default_cache_dir  # noqa: F401 - also importable from here
 from umni.store.urls import describe
 from umni.util.errors import ConfigError, InputError, UmniError

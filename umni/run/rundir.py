@@ -16,9 +16,11 @@ from typing import Any
 from umni.protocols.protocol import Protocol
 from umni.reporting.caseindex import write_viewer_files
 from umni.reporting.report import write_report
-from umni.store.artifacts import Blobs, atomic_write_lines, atomic_write_text, canonical_json, fingerprint
+from umni.store.atomic import atomic_write_lines, atomic_write_text
+from umni.store.blobs import Blobs
 from umni.store.cache import RunStore
 from umni.store.completion import mark_complete, mark_incomplete
+from umni.store.hashing import canonical_json, fingerprint
 from umni.util.errors import InputError
 from umni.util.events import EventLog
 from umni.util.storage import exclusive_folder, storage_guard

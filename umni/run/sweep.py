@@ -61,8 +61,8 @@ from umni.run.slurm import slurm_script
 from umni.run.sweep_placement import Placement, check_placement, placed
 from umni.run.turns import needed_backends, take_turns
 from umni.run.units import HEARTBEAT_S, Unit, UnitBook, plan, select, unit_weights
-from umni.store.artifacts import fingerprint
 from umni.store.cache import Cache
+from umni.store.hashing import fingerprint
 from umni.util.errors import InputError, InputErrors, StorageError, UmniError
 from umni.util.sharding import Shard, parse_shard
 from umni.util.stopping import run_async

@@ -24,7 +24,7 @@ from typing import Any
 
 from umni.protocols.protocol import get_protocol
 from umni.run.config import RunConfig
-from umni.store.artifacts import fingerprint
+from umni.store.hashing import fingerprint
 from umni.util.sharding import Shard
 
 #: Seconds between heartbeats of a running unit; `umni status` calls one older than 3 of these stale.

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from umni.store.artifacts import Blobs, BlobStore
+from umni.store.blobs import Blobs, BlobStore
 from umni.store.location import default_cache_dir
 from umni.store.provenance import process_provenance
 from umni.store.results import ResultStore, StoredRow, row_checksum
