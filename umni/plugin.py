@@ -92,7 +92,7 @@ _EXPORTS = {
     "ok_output": "umni.graph.outcomes",
     "record_status": "umni.graph.outcomes",
     # reading a benchmark's case files: one clear line per bad field, paths kept inside the case folder
-    "read_json": "umni.protocols.caseio",
+    "read_json": "umni.util.jsonfiles",
     "read_jsonl": "umni.protocols.caseio",
     "read_json_records": "umni.protocols.caseio",
     "validate_records": "umni.protocols.caseio",
@@ -149,7 +149,6 @@ if TYPE_CHECKING:
     from umni.protocols.caseio import confined_path as confined_path
     from umni.protocols.caseio import field_errors as field_errors
     from umni.protocols.caseio import raise_if_any as raise_if_any
-    from umni.protocols.caseio import read_json as read_json
     from umni.protocols.caseio import read_json_records as read_json_records
     from umni.protocols.caseio import read_jsonl as read_jsonl
     from umni.protocols.caseio import shown_missing as shown_missing
@@ -178,6 +177,7 @@ if TYPE_CHECKING:
     from umni.util.errors import UmniError as UmniError
     from umni.util.extras import missing_extra_hint as missing_extra_hint
     from umni.util.filehash import file_sha256 as file_sha256
+    from umni.util.jsonfiles import read_json as read_json
     from umni.util.secrets import mask as mask
     from umni.util.secrets import register_secret as register_secret
     from umni.util.secrets import scrub as scrub

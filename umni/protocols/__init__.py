@@ -16,9 +16,7 @@ if TYPE_CHECKING:
         confined_path,
         each_result,
         field_errors,
-        jsonl_lines,
         raise_if_any,
-        read_json,
         read_json_records,
         read_jsonl,
         read_results_jsonl,
@@ -46,7 +44,6 @@ __all__ = [
     "each_result",
     "field_errors",
     "get_protocol",
-    "jsonl_lines",
     "known_protocols",
     "node_status",
     "Number",
@@ -54,7 +51,6 @@ __all__ = [
     "Note",
     "Protocol",
     "raise_if_any",
-    "read_json",
     "read_json_records",
     "read_jsonl",
     "read_results_jsonl",
@@ -70,7 +66,7 @@ __all__ = [
 #: of case files or results (`umni.protocols.caseio`, say, which `umni view` needs at start) does not
 #: import the protocol contract, the graph and the backends with it.
 _HOME = {
-    **dict.fromkeys(["CompactCases", "case_image_problems", "confined_path", "each_result", "field_errors", "jsonl_lines", "raise_if_any", "read_json",
+    **dict.fromkeys(["CompactCases", "case_image_problems", "confined_path", "each_result", "field_errors", "raise_if_any",
                      "read_json_records", "read_jsonl", "read_results_jsonl", "validate_records", "validation_errors"], "caseio"),
     **dict.fromkeys(["CaseSet", "NoOptions", "Note", "Protocol", "Skipped", "View", "get_protocol", "known_protocols",
                      "node_status"], "protocol"),

@@ -20,10 +20,11 @@ from typing import Any
 from scipy import stats
 from sklearn.metrics import cohen_kappa_score
 
-from umni.protocols.caseio import read_json, read_results_jsonl
+from umni.protocols.caseio import read_results_jsonl
 from umni.protocols.protocol import get_protocol
 from umni.store.completion import require_complete
 from umni.util.errors import InputError
+from umni.util.jsonfiles import read_json
 
 Items = dict[tuple[str, str], float]
 

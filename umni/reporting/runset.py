@@ -12,10 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from umni.protocols.caseio import each_result, read_json
+from umni.protocols.caseio import each_result
 from umni.reporting.tables import Cell
 from umni.store.completion import is_complete, require_complete
 from umni.util.errors import InputError
+from umni.util.jsonfiles import read_json
 
 #: Where a finished run keeps its tables and intervals, and the layout version of that file
 TABLES_FILE = "tables.json"

@@ -22,7 +22,6 @@ from typing import Any
 
 from PIL import Image
 
-from umni.protocols.caseio import read_json
 from umni.reporting.caseindex import (
     INDEX_FILE,
     build_index,
@@ -37,6 +36,7 @@ from umni.store.blobs import Blobs
 from umni.store.imageref import ImageRef
 from umni.store.urls import open_blobs, run_blobs_location
 from umni.util.errors import InputError, StorageError, UmniError
+from umni.util.jsonfiles import read_json
 from umni.util.secrets import scrub
 
 __all__ = ["ViewerData", "add_costs", "node_facts"]

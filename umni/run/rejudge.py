@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from umni.backends.roles import CRITIC, DERIVED_ROLES, JUDGE, known_roles
-from umni.protocols.caseio import read_json
 from umni.protocols.protocol import get_protocol
 from umni.run.config import RunConfig
 from umni.run.evaluation import RunResult, evaluate_async, prepare
 from umni.store.completion import require_complete
 from umni.util.errors import InputError
+from umni.util.jsonfiles import read_json
 from umni.util.spec import Spec
 from umni.util.stopping import run_async
 
