@@ -79,7 +79,10 @@ _EXPORTS = {
     "View": "umni.protocols.protocol",
     "node_status": "umni.protocols.protocol",
     "Scores": "umni.protocols.scores",
-    "Number": "umni.protocols.scores",
+    "Number": "umni.util.jsonmodel",
+    "CaseRecord": "umni.store.runfolder",
+    "NodeRecord": "umni.store.runfolder",
+    "FailureRecord": "umni.store.runfolder",
     "Graph": "umni.graph.graph",
     "Node": "umni.graph.nodes",
     "Ref": "umni.graph.nodes",
@@ -159,11 +162,13 @@ if TYPE_CHECKING:
     from umni.protocols.protocol import Skipped as Skipped
     from umni.protocols.protocol import View as View
     from umni.protocols.protocol import node_status as node_status
-    from umni.protocols.scores import Number as Number
     from umni.protocols.scores import Scores as Scores
     from umni.store.hashing import fingerprint as fingerprint
     from umni.store.images import check_image_file as check_image_file
     from umni.store.images import encode_png as encode_png
+    from umni.store.runfolder import CaseRecord as CaseRecord
+    from umni.store.runfolder import FailureRecord as FailureRecord
+    from umni.store.runfolder import NodeRecord as NodeRecord
     from umni.util.choices import parse_choice as parse_choice
     from umni.util.errors import BackendError as BackendError
     from umni.util.errors import ConfigError as ConfigError
@@ -178,6 +183,7 @@ if TYPE_CHECKING:
     from umni.util.extras import missing_extra_hint as missing_extra_hint
     from umni.util.filehash import file_sha256 as file_sha256
     from umni.util.jsonfiles import read_json as read_json
+    from umni.util.jsonmodel import Number as Number
     from umni.util.secrets import mask as mask
     from umni.util.secrets import register_secret as register_secret
     from umni.util.secrets import scrub as scrub

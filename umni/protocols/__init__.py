@@ -14,12 +14,10 @@ if TYPE_CHECKING:
         CompactCases,
         case_image_problems,
         confined_path,
-        each_result,
         field_errors,
         raise_if_any,
         read_json_records,
         read_jsonl,
-        read_results_jsonl,
         validate_records,
         validation_errors,
     )
@@ -41,7 +39,6 @@ __all__ = [
     "CaseSet",
     "CompactCases",
     "confined_path",
-    "each_result",
     "field_errors",
     "get_protocol",
     "known_protocols",
@@ -53,7 +50,6 @@ __all__ = [
     "raise_if_any",
     "read_json_records",
     "read_jsonl",
-    "read_results_jsonl",
     "Scores",
     "scores_json",
     "Skipped",
@@ -63,11 +59,11 @@ __all__ = [
 ]
 
 #: Which submodule each name lives in. The names are looked up on first use (PEP 562), so a reader
-#: of case files or results (`umni.protocols.caseio`, say, which `umni view` needs at start) does not
-#: import the protocol contract, the graph and the backends with it.
+#: of case files (`umni.protocols.caseio`) does not import the protocol contract, the graph and the
+#: backends with it. A run's results.jsonl is read through `umni.store.runfolder`.
 _HOME = {
-    **dict.fromkeys(["CompactCases", "case_image_problems", "confined_path", "each_result", "field_errors", "raise_if_any",
-                     "read_json_records", "read_jsonl", "read_results_jsonl", "validate_records", "validation_errors"], "caseio"),
+    **dict.fromkeys(["CompactCases", "case_image_problems", "confined_path", "field_errors", "raise_if_any",
+                     "read_json_records", "read_jsonl", "validate_records", "validation_errors"], "caseio"),
     **dict.fromkeys(["CaseSet", "NoOptions", "Note", "Protocol", "Skipped", "View", "get_protocol", "known_protocols",
                      "node_status"], "protocol"),
     **dict.fromkeys(["Number", "Scores", "scores_json"], "scores"),

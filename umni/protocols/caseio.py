@@ -12,7 +12,7 @@ import json
 import os
 import stat
 import zlib
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypedDict, TypeVar, Unpack, overload
 
@@ -168,23 +168,6 @@ def validate_records(
     if errors:
         raise InputErrors(errors)
     return records
-
-
-def each_result(path: Path) -> Iterator[dict[str, Any]]:
-    """The records of a run's results.jsonl (one JSON object a line), one at a time; a damaged line
-    is an InputError."""
-    for number, line in each_jsonl_line(path):
-        if not line.strip():
-            continue
-        try:
-            yield json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", path=path, line=number) from None
-
-
-def read_results_jsonl(path: Path) -> list[dict[str, Any]]:
-    """The records of a run's results.jsonl (one JSON object a line); a damaged line is an InputError."""
-    return list(each_result(path))
 
 
 def read_jsonl(path: Path, model: type[M], *, id_field: str = "id") -> CompactCases[M]:
