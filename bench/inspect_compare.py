@@ -32,6 +32,7 @@ from umni.backends.roles import UNDERSTAND, Part, TextReply, Usage
 from umni.engine.runner import CaseJob, Runner
 from umni.graph.graph import Graph
 from umni.store.cache import Cache
+from umni.store.runfolder import EVENTS_JSONL
 from umni.util.events import EventLog
 from umni.util.spec import Spec
 
@@ -70,7 +71,7 @@ def chain_graph(case: int, calls: int) -> Graph:
 async def _umni(root: Path, samples: int, calls: int, latency: float, concurrency: int) -> dict[str, Any]:
     model = SleepingModel(latency)
     cache = Cache(root / "cache")
-    events = EventLog(root / "events.jsonl")
+    events = EventLog(root / EVENTS_JSONL)
     try:
         runner = Runner(Bindings({UNDERSTAND: model}), cache, events=events, concurrency=concurrency)
         jobs = [CaseJob(i, f"case-{i}", lambda i=i: chain_graph(i, calls)) for i in range(samples)]

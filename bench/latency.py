@@ -108,8 +108,8 @@ def _measure(
     result = evaluate(request)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     summary = result.summary
-    calls = sum(summary["calls"].values())
-    failed = sum(v for k, v in summary["failures"].items())
+    calls = sum(summary.calls.values())
+    failed = sum(v for k, v in summary.failures.items())
     ideal = max(calls * latency / concurrency, path_len * latency)
     naive_per_case = anyio.run(naive_seconds_per_case, make_backend(), cases[:naive_cases])
     naive = naive_per_case * n

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.machine import cpu_seconds
+from umni.store.runfolder import EVENTS_JSONL, RESULTS_JSONL
 
 PROTOCOLS = ["umnibench", "wise"]
 MODELS = ["sim/umm?skill=0.3", "sim/umm?skill=0.5", "sim/umm?skill=0.7", "sim/umm?skill=0.9"]
@@ -48,12 +49,12 @@ def _sweep(folder: Path, name: str, limit: int, latency: float, placed: bool) ->
 
 
 def _results(out: Path) -> dict[str, bytes]:
-    return {p.parent.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.glob("*/*/results.jsonl"))}
+    return {p.parent.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.glob(f"*/*/{RESULTS_JSONL}"))}
 
 
 def _most_at_once(out: Path) -> int:
     """The most pools held at one moment, from each release's time and seconds held."""
-    events = [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
+    events = [json.loads(line) for line in (out / EVENTS_JSONL).read_text().splitlines()]
     spans = []
     for event in events:
         if event["event"] == "pool.release":

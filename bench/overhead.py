@@ -24,6 +24,7 @@ from umni.backends.bindings import Bindings
 from umni.engine.runner import CaseJob, Runner
 from umni.graph.graph import Graph
 from umni.store.cache import Cache
+from umni.store.runfolder import EVENTS_JSONL
 from umni.util.events import EventLog
 
 from .null_backend import NullBackend
@@ -60,7 +61,7 @@ def image_graph(case: int) -> Graph:
 async def _engine(root: Path, backend: NullBackend, graphs: list[Graph], role_names: tuple[str, ...]) -> dict[str, float]:
     """Run the graphs twice on one cache: first every node computes, then every node is a cache hit."""
     cache = Cache(root / "cache")
-    events = EventLog(root / "events.jsonl")
+    events = EventLog(root / EVENTS_JSONL)
     bindings = Bindings({role: backend for role in role_names})
     timings: dict[str, float] = {}
     try:

@@ -55,11 +55,11 @@ def child(cases_file: Path, workdir: Path) -> dict[str, Any]:
         RunRequest(protocol="umnibench", cases=cases_file, out=workdir / "run", cache=workdir / "cache", model="sim/umm", progress=False)
     )
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-    counts = result.summary["counts"]
+    counts = result.summary.counts
     return {
-        "cases": counts["cases"],
-        "nodes": counts["nodes"],
-        "failed": counts["failed"] + counts["blocked"],
+        "cases": counts.cases,
+        "nodes": counts.nodes,
+        "failed": counts.failed + counts.blocked,
         "seconds": wall,
         "cpu_seconds": cpu,
         "peak_rss_bytes": _peak_rss_bytes(),

@@ -31,16 +31,16 @@ def run(*, cases: int, latency: float, concurrency: int) -> dict[str, Any]:
         began = time.perf_counter()
         second = evaluate(RunRequest(out=root / "second", model=model, roles=[swapped], **common))
         second_wall = time.perf_counter() - began
-    calls = second.summary["calls"]
+    calls = second.summary.calls
     image_calls = calls.get("generate", 0) + calls.get("edit", 0)
     return {
         "name": "module_swap",
         "title": f"Module swap: rerun with only understand rebound ({cases} cases, L={latency:g}s, C={concurrency})",
         "params": {"cases": cases, "latency_s": latency, "concurrency": concurrency, "rebound": swapped},
-        "first_calls": first.summary["calls"],
+        "first_calls": first.summary.calls,
         "second_calls": calls,
         "second_generate_edit_calls": image_calls,
-        "second_cached_nodes": second.summary["counts"]["cached"],
+        "second_cached_nodes": second.summary.counts.cached,
         "first_seconds": first_wall,
         "second_seconds": second_wall,
         "second_over_first": second_wall / first_wall,

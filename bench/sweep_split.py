@@ -23,6 +23,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from umni.store.runfolder import RESULTS_JSONL, SUMMARY_JSON, RunFolder
+
 _ROOT = Path(__file__).resolve().parents[1]
 PROTOCOLS = ["umnibench", "wise", "genius", "aegis", "girbench"]
 MODELS = ["sim/umm", "sim/umm?skill=0.3", "sim/umm?skill=0.6", "sim/umm?skill=0.9"]
@@ -56,7 +58,7 @@ def _wait(process: subprocess.Popen[str]) -> None:
 def _results(out: Path) -> dict[str, bytes]:
     return {
         str(p.relative_to(out)): p.read_bytes()
-        for p in sorted(out.glob("*/*/results.jsonl"))
+        for p in sorted(out.glob(f"*/*/{RESULTS_JSONL}"))
         if "-shard" not in p.parent.name
     }
 
@@ -91,7 +93,7 @@ def run(limit: int = 4, split: int = 8, shards: int = 2) -> dict[str, Any]:
             cpu0, started = _children_cpu(), time.perf_counter()
             _wait(_umni("sweep", str(split_file)))  # the assembling step on its own (all units done)
             assemble_wall, assemble_cpu = time.perf_counter() - started, _children_cpu() - cpu0
-            assembled = [json.loads(p.read_text())["counts"]["computed"] for p in (folder / "split").glob("*/*/summary.json") if "-shard" not in p.parent.name]
+            assembled = [RunFolder(p.parent).read_summary().counts.computed for p in (folder / "split").glob(f"*/*/{SUMMARY_JSON}") if "-shard" not in p.parent.name]
             same = _results(folder / "split") == _results(folder / "one") and len(_results(folder / "one")) == len(PROTOCOLS) * len(MODELS)
             mean = sum(per_shard) / split
             return {

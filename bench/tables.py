@@ -12,7 +12,6 @@ Run from the repository root: ``python -m bench.tables --cases 1000 [--repeat 3]
 from __future__ import annotations
 
 import argparse
-import json
 import tempfile
 import time
 from pathlib import Path
@@ -22,23 +21,25 @@ from typing import Any
 def run(*, cases: int, repeat: int = 3) -> dict[str, Any]:
     from umni.reporting import intervals
     from umni.reporting.leaderboard import write_run_tables
+    from umni.store.runfolder import RunFolder
 
     from .viewer import make_run
 
     with tempfile.TemporaryDirectory() as tmp:
         big = make_run(Path(tmp), cases)
-        summary = json.loads((big / "summary.json").read_text())
+        summary = RunFolder(big).read_summary()
         walls, cpus = [], []
         for _ in range(repeat):
             began, began_cpu = time.perf_counter(), time.process_time()
             path = write_run_tables(big, summary)
             walls.append(time.perf_counter() - began)
             cpus.append(time.process_time() - began_cpu)
-        stored = json.loads(path.read_text())
-        cells = [c for t in stored["tables"] for r in t["rows"] for c in r["cells"]]
+        stored = RunFolder(big).read_tables()
+        assert stored is not None and path == RunFolder(big).tables_json
+        cells = [c for t in stored.tables for r in t["rows"] for c in r["cells"]]
         return {"name": "tables", "cases": cases, "bootstrap_resamples": intervals.BOOTSTRAP_RESAMPLES,
                 "seconds": round(min(walls), 2), "cpu_seconds": round(min(cpus), 2),
-                "stored_intervals": sum(v is not None for v in stored.get("intervals", {}).values()),
+                "stored_intervals": sum(v is not None for v in stored.intervals.values()),
                 "cells": len(cells), "cells_with_interval": sum(bool(c.get("ci")) for c in cells)}
 
 

@@ -32,10 +32,11 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from umni.store.artifacts import atomic_write_text, canonical_json
+from umni.store.runfolder import RunFolder
 
 DOMAINS = ["Spatial", "Plant", "Fluid", "Optics", "Mechanics"]
 
@@ -44,13 +45,15 @@ def make_run(root: Path, cases: int) -> Path:
     """An N-case UmniBench run directory replicated from a real small run."""
     from umni.run.evaluation import RunRequest, evaluate
 
-    small = root / "small"
-    evaluate(RunRequest(protocol="umnibench", model="sim/umm", limit=6, out=small, cache=root / "cache", progress=False))
-    records = [json.loads(line) for line in (small / "results.jsonl").read_text().splitlines() if line.strip()]
-    big = root / "big"
-    big.mkdir()
+    small = RunFolder(root / "small")
+    evaluate(RunRequest(protocol="umnibench", model="sim/umm", limit=6, out=small.path, cache=root / "cache", progress=False))
+    records = list(small.each_record())
+    big = RunFolder(root / "big")
+    big.path.mkdir()
     failed = 0
-    with (big / "results.jsonl").open("w") as handle:
+
+    def made() -> Iterator[dict[str, Any]]:
+        nonlocal failed
         for i in range(cases):
             record = json.loads(json.dumps(records[i % len(records)]))
             record["case_id"] = f"case-{i:05d}"
@@ -59,14 +62,16 @@ def make_run(root: Path, cases: int) -> Path:
                 failed += 1
                 record["nodes"]["generation/Q1"] = {"status": "failed", "failure": {
                     "kind": "parse", "message": f"no option letter in reply {i}", "attempts": 2, "raw": f"I think maybe the answer is purple {i}"}}
-            handle.write(canonical_json(record) + "\n")
-    summary = json.loads((small / "summary.json").read_text())
-    summary["counts"] = summary["counts"] | {"cases": cases, "nodes": 12 * cases}
-    summary["failures"] = summary["failures"] | {"parse": failed}
-    summary["run_dir"] = str(big)
-    atomic_write_text(big / "summary.json", json.dumps(summary, indent=2))
-    atomic_write_text(big / "run.json", (small / "run.json").read_text())
-    return big
+            yield record
+
+    big.write_results(made())
+    summary = small.read_summary()
+    summary.counts = summary.counts.model_copy(update={"cases": cases, "nodes": 12 * cases})
+    summary.failures = summary.failures | {"parse": failed}
+    summary.run_dir = str(big.path)
+    big.write_summary(summary)
+    big.write_manifest(small.read_manifest())
+    return big.path
 
 
 def _get(url: str) -> tuple[float, Any]:
@@ -139,7 +144,7 @@ def run(*, cases: int, resamples: int = 30, baseline: Path | None = None, repeat
         big = make_run(Path(tmp), cases)
         intervals.BOOTSTRAP_RESAMPLES = resamples
         began = time.perf_counter()
-        write_viewer_files(big, get_protocol("umnibench"), json.loads((big / "summary.json").read_text()))
+        write_viewer_files(big, get_protocol("umnibench"), RunFolder(big).read_summary())
         finish_s = time.perf_counter() - began
         mine: list[dict[str, float]] = []
         theirs: list[dict[str, float]] = []
@@ -148,7 +153,7 @@ def run(*, cases: int, resamples: int = 30, baseline: Path | None = None, repeat
             for samples, pythonpath in sides if round_ % 2 == 0 else reversed(sides):
                 samples.append(measure(big, cases, pythonpath))
         result: dict[str, Any] = {
-            "name": "viewer", "cases": cases, "results_mib": round((big / "results.jsonl").stat().st_size / 2**20, 1),
+            "name": "viewer", "cases": cases, "results_mib": round(RunFolder(big).results_jsonl.stat().st_size / 2**20, 1),
             "finish_step_seconds": round(finish_s, 2), "bootstrap_resamples": resamples, "repeat": repeat, **_medians(mine),
         }
         if baseline is not None:

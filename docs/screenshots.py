@@ -47,6 +47,7 @@ def make_browser(width: int = 1400, height: int = 900):  # type: ignore[no-untyp
 def build_demo_runs(root: Path) -> Path:
     """Small runs of every protocol (sim/umm, shared cache) under `root`/runs; returns that folder."""
     from umni.run.evaluation import RunRequest, evaluate
+    from umni.store.runfolder import RunFolder
     from umni.util.policy import RetryPolicy
 
     runs, cache = root / "runs", root / "cache"
@@ -63,7 +64,7 @@ def build_demo_runs(root: Path) -> Path:
         out = runs / f"{protocol}-{i}"
         # the failing run gets a cache of its own: a shared one would answer it from the healthy runs
         own = root / "cache-failing" if any("error_rate" in r for r in roles) else cache
-        if not (out / "summary.json").exists():
+        if not RunFolder(out).summary_json.exists():
             evaluate(RunRequest(protocol=protocol, out=out, model=model, roles=roles, options=options, cache=own, limit=limit,
                                 progress=False, retry=RetryPolicy(max_attempts=1)))
     return runs

@@ -23,6 +23,8 @@ _EXPORTS = {
     "evaluate_async": "umni.run.evaluation",
     "RunResult": "umni.run.evaluation",
     "RunConfig": "umni.run.config",
+    "Summary": "umni.store.runfolder",
+    "RunFolder": "umni.store.runfolder",
     "Graph": "umni.graph.graph",
     "Node": "umni.graph.nodes",
     "Ref": "umni.graph.nodes",
@@ -70,6 +72,8 @@ if TYPE_CHECKING:
     from umni.run.evaluation import evaluate as evaluate
     from umni.run.evaluation import evaluate_async as evaluate_async
     from umni.store.cache import Cache as Cache
+    from umni.store.runfolder import RunFolder as RunFolder
+    from umni.store.runfolder import Summary as Summary
     from umni.util.errors import BackendError as BackendError
     from umni.util.errors import ConfigError as ConfigError
     from umni.util.errors import DegenerateOutput as DegenerateOutput

@@ -30,7 +30,8 @@ MOVED = {
     "umni.sharding": "umni.util.sharding",
     "umni.choices": "umni.util.choices",
     "umni.extras": "umni.util.extras",
-    "umni.artifacts": "umni.store.artifacts",
+    "umni.artifacts": "umni.store",
+    "umni.store.artifacts": "umni.store",  # split by job in 0.2; the package re-exports its names
     "umni.completion": "umni.store.completion",
     "umni.stores": "umni.store.urls",
     "umni.stores.base": "umni.store.results",

@@ -67,9 +67,9 @@ _EXPORTS = {
     "scrub": "umni.util.secrets",
     "truncate": "umni.util.secrets",
     # images and content hashes
-    "check_image_file": "umni.store.artifacts",
-    "encode_png": "umni.store.artifacts",
-    "fingerprint": "umni.store.artifacts",
+    "check_image_file": "umni.store.images",
+    "encode_png": "umni.store.images",
+    "fingerprint": "umni.store.hashing",
     "file_sha256": "umni.util.filehash",
     # a protocol: its graph, cases, records and scores
     "Protocol": "umni.protocols.protocol",
@@ -79,7 +79,10 @@ _EXPORTS = {
     "View": "umni.protocols.protocol",
     "node_status": "umni.protocols.protocol",
     "Scores": "umni.protocols.scores",
-    "Number": "umni.protocols.scores",
+    "Number": "umni.util.jsonmodel",
+    "CaseRecord": "umni.store.runfolder",
+    "NodeRecord": "umni.store.runfolder",
+    "FailureRecord": "umni.store.runfolder",
     "Graph": "umni.graph.graph",
     "Node": "umni.graph.nodes",
     "Ref": "umni.graph.nodes",
@@ -92,7 +95,7 @@ _EXPORTS = {
     "ok_output": "umni.graph.outcomes",
     "record_status": "umni.graph.outcomes",
     # reading a benchmark's case files: one clear line per bad field, paths kept inside the case folder
-    "read_json": "umni.protocols.caseio",
+    "read_json": "umni.util.jsonfiles",
     "read_jsonl": "umni.protocols.caseio",
     "read_json_records": "umni.protocols.caseio",
     "validate_records": "umni.protocols.caseio",
@@ -149,7 +152,6 @@ if TYPE_CHECKING:
     from umni.protocols.caseio import confined_path as confined_path
     from umni.protocols.caseio import field_errors as field_errors
     from umni.protocols.caseio import raise_if_any as raise_if_any
-    from umni.protocols.caseio import read_json as read_json
     from umni.protocols.caseio import read_json_records as read_json_records
     from umni.protocols.caseio import read_jsonl as read_jsonl
     from umni.protocols.caseio import shown_missing as shown_missing
@@ -160,11 +162,13 @@ if TYPE_CHECKING:
     from umni.protocols.protocol import Skipped as Skipped
     from umni.protocols.protocol import View as View
     from umni.protocols.protocol import node_status as node_status
-    from umni.protocols.scores import Number as Number
     from umni.protocols.scores import Scores as Scores
-    from umni.store.artifacts import check_image_file as check_image_file
-    from umni.store.artifacts import encode_png as encode_png
-    from umni.store.artifacts import fingerprint as fingerprint
+    from umni.store.hashing import fingerprint as fingerprint
+    from umni.store.images import check_image_file as check_image_file
+    from umni.store.images import encode_png as encode_png
+    from umni.store.runfolder import CaseRecord as CaseRecord
+    from umni.store.runfolder import FailureRecord as FailureRecord
+    from umni.store.runfolder import NodeRecord as NodeRecord
     from umni.util.choices import parse_choice as parse_choice
     from umni.util.errors import BackendError as BackendError
     from umni.util.errors import ConfigError as ConfigError
@@ -178,6 +182,8 @@ if TYPE_CHECKING:
     from umni.util.errors import UmniError as UmniError
     from umni.util.extras import missing_extra_hint as missing_extra_hint
     from umni.util.filehash import file_sha256 as file_sha256
+    from umni.util.jsonfiles import read_json as read_json
+    from umni.util.jsonmodel import Number as Number
     from umni.util.secrets import mask as mask
     from umni.util.secrets import register_secret as register_secret
     from umni.util.secrets import scrub as scrub

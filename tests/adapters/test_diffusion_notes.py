@@ -44,8 +44,8 @@ def test_ignored_context_images_and_truncated_prompts_are_noted_and_counted(tiny
     # every bundled GENIUS case interleaves context images; the tiny SD pipeline draws from text only
     assert len(ignored) == len(records) == 2 and "StableDiffusionPipeline" in ignored[0]
     assert truncated and all("keeps 77 of the prompt's" in n for n in truncated)  # GENIUS contexts run long
-    assert summary["node_notes"].get("images_ignored") == 2
-    assert summary["node_notes"].get("prompt_truncated", 0) == len(truncated)
+    assert summary.node_notes.get("images_ignored") == 2
+    assert summary.node_notes.get("prompt_truncated", 0) == len(truncated)
 
 
 def test_a_short_text_only_prompt_has_no_note(tiny_sd):

@@ -38,16 +38,16 @@ def test_umnibench_with_tiny_real_models(models, tmp_path):
         progress=False,
     )
     summary = evaluate(request).summary
-    assert summary["bindings"]["generate"] == f"hf/{janus}?mode=likelihood" and summary["bindings"]["edit"].startswith("diffusers/")
-    assert summary["calls"] == {"generate": 1, "edit": 2, "understand": 9}
-    counts = summary["counts"]
-    assert counts["nodes"] == 12 and counts["failed"] + counts["blocked"] == 0
+    assert summary.bindings["generate"] == f"hf/{janus}?mode=likelihood" and summary.bindings["edit"].startswith("diffusers/")
+    assert summary.calls == {"generate": 1, "edit": 2, "understand": 9}
+    counts = summary.counts
+    assert counts.nodes == 12 and counts.failed + counts.blocked == 0
     record = json.loads((tmp_path / "run" / "results.jsonl").read_text())
     assert all(q["mode"] == "likelihood" and q["correct"] is not None for q in record["questions"].values())
-    assert summary["backends"]["generate"]["revision"]  # a local folder is identified by its contents
+    assert summary.backends["generate"]["revision"]  # a local folder is identified by its contents
 
     again = evaluate(request).summary
-    assert again["this_invocation"]["calls"] == {} and again["counts"]["cached"] == 12
+    assert again.this_invocation is not None and again.this_invocation.calls == {} and again.counts.cached == 12
 
 
 def test_rambling_letter_answers_are_counted_as_invalid_not_wrong(models, tmp_path):
@@ -65,7 +65,7 @@ def test_rambling_letter_answers_are_counted_as_invalid_not_wrong(models, tmp_pa
     record = json.loads((tmp_path / "run" / "results.jsonl").read_text())
     # the random model writes no option letter: each answer is an invalid answer, none is scored
     invalid = [q for q in record["questions"].values() if q["failure"] == "invalid"]
-    assert summary["failures"]["invalid"] == len(invalid)
+    assert summary.failures["invalid"] == len(invalid)
     assert all(q["correct"] is None for q in invalid)
     answered = 9 - len(invalid)
-    assert sum(summary["scores"]["answered"].values()) == answered
+    assert sum(summary.scores["answered"].values()) == answered

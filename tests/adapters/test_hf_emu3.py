@@ -75,7 +75,7 @@ def test_emu3_generates_and_answers_in_a_real_run(emu3_dir, tmp_path):
         progress=False,
     )
     summary = evaluate(request).summary
-    assert summary["calls"]["generate"] == 1 and summary["calls"]["understand"] > 0
-    assert summary["counts"]["failed"] + summary["counts"]["blocked"] == 0
+    assert summary.calls["generate"] == 1 and summary.calls["understand"] > 0
+    assert summary.counts.failed + summary.counts.blocked == 0
     record = json.loads((tmp_path / "run" / "results.jsonl").read_text())
     assert all(q["mode"] == "likelihood" for q in record["questions"].values())

@@ -18,6 +18,7 @@ from umni.backends.contract import Backend
 from umni.backends.roles import JUDGE, Part, RequestOptions, TextReply, Usage, respond_with
 from umni.cli import main
 from umni.reporting.pricing import Price, estimate
+from umni.store.runfolder import RunFolder, Summary
 from umni.util.errors import BackendError, ConfigError, Refusal
 from umni.util.spec import Spec
 from umni_adapters.openai_http import OpenAIBackend, is_reasoning_model
@@ -234,9 +235,9 @@ def test_unknown_tokens_give_an_unknown_cost_not_zero() -> None:
     }
     cost = estimate(usage, bindings, prices)
     # judge: per-token price, unknown tokens -> unknown; generate: priced per image -> 2 x 0.04; understand: 2.5
-    assert cost["per_role"] == {"judge": None, "generate": 0.08, "understand": 2.5}
-    assert cost["unknown_roles"] == ["judge"] and cost["total"] is None
-    assert cost["known_total"] == pytest.approx(2.58)
+    assert cost.per_role == {"judge": None, "generate": 0.08, "understand": 2.5}
+    assert cost.unknown_roles == ["judge"] and cost.total is None
+    assert cost.known_total == pytest.approx(2.58)
 
 
 # -- images --------------------------------------------------------------------------------------------
@@ -269,7 +270,7 @@ def test_extra_body_reaches_image_requests_and_edits_as_form_fields() -> None:
 # -- through a run ---------------------------------------------------------------------------------------
 
 
-def _wise_run(tmp_path: Path, server: OpenAIStubServer, *extra: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def _wise_run(tmp_path: Path, server: OpenAIStubServer, *extra: str) -> tuple[Summary, list[dict[str, Any]]]:
     out = tmp_path / "run"
     code = main([
         "run", "wise", "--role", "generate=sim/umm", "--role", f"judge=openai/judge-vlm?base_url={server.base_url}",
@@ -277,15 +278,15 @@ def _wise_run(tmp_path: Path, server: OpenAIStubServer, *extra: str) -> tuple[di
     ])  # fmt: skip
     assert code == 0
     records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
-    return json.loads((out / "summary.json").read_text()), records
+    return RunFolder(out).read_summary(), records
 
 
 def test_a_refusing_judge_is_counted_as_refusals_with_their_text(tmp_path: Path) -> None:
     with OpenAIStubServer(patch_completion=_refuse) as server:
         summary, records = _wise_run(tmp_path, server)
         asked = server.count("/chat/completions")
-    assert {k: n for k, n in summary["failures"].items() if n} == {"refusal": 3}
-    assert summary["scores"]["failures"] == {"refusal": 3}
+    assert {k: n for k, n in summary.failures.items() if n} == {"refusal": 3}
+    assert summary.scores["failures"] == {"refusal": 3}
     assert asked == 3  # a refusal is not asked again: the same request would be refused again
     assert {r["judge_reply"] for r in records} == {"I can't help with grading that image."}
     assert all("refused" in r["detail"] for r in records)
@@ -298,11 +299,11 @@ def test_a_server_without_usage_gives_unknown_tokens_and_cost_in_the_summary(tmp
     )
     with OpenAIStubServer(include_usage=False, responder=lambda chat: "Score: 1") as server:
         summary, _ = _wise_run(tmp_path, server, "--prices", str(prices))
-    judge = summary["usage"]["judge"]
+    judge = summary.usage["judge"]
     assert (judge["calls"], judge["input_tokens"], judge["output_tokens"]) == (3, None, None)
-    cost = summary["cost"]
-    assert cost["per_role"] == {"judge": None, "generate": 1.5} and cost["unknown_roles"] == ["judge"]
-    assert cost["total"] is None and cost["known_total"] == 1.5
+    cost = summary.cost
+    assert cost is not None and cost.per_role == {"judge": None, "generate": 1.5} and cost.unknown_roles == ["judge"]
+    assert cost.total is None and cost.known_total == 1.5
 
 
 def test_a_server_refusing_an_extra_field_says_where_the_field_came_from() -> None:

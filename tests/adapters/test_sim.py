@@ -502,7 +502,7 @@ def test_umnibench_flow_reads_images_above_chance():
 
 
 def _png(image: Image.Image) -> bytes:
-    from umni.store.artifacts import encode_png
+    from umni.store.images import encode_png
 
     return encode_png(image)
 

@@ -63,9 +63,9 @@ def test_the_template_runs_umnibench_in_every_role(checkpoint: Path, tmp_path: P
     request = RunRequest(protocol="umnibench", out=tmp_path / "run", cache=tmp_path / "cache", model=model,
                          limit=1, progress=False)
     summary = evaluate(request).summary
-    assert summary["counts"]["failed"] + summary["counts"]["blocked"] == 0, summary["counts"]
-    assert summary["calls"]["generate"] >= 1 and summary["calls"]["understand"] >= 1
-    assert summary["backends"]["generate"]["model_version"]
+    assert summary.counts.failed + summary.counts.blocked == 0, summary.counts
+    assert summary.calls["generate"] >= 1 and summary.calls["understand"] >= 1
+    assert summary.backends["generate"]["model_version"]
 
 
 def test_batched_results_equal_alone_and_seeds_matter(checkpoint: Path) -> None:

@@ -119,14 +119,14 @@ def test_run_bundled_with_sim(tmp_path):
     result = evaluate(RunRequest(protocol="aegis", out=tmp_path / "run", cache=tmp_path / "cache", model="sim/umm", progress=False))
     summary = result.summary
     records = [json.loads(line) for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
-    assert len(records) == 8 and summary["counts"]["cases"] == 8 and summary["counts"]["skipped_cases"] == 0
+    assert len(records) == 8 and summary.counts.cases == 8 and summary.counts.skipped_cases == 0
     assert Counter(r["task"] for r in records) == {t: 2 for t in TASKS}
     assert all(r["status"] == "scored" for r in records)
     for r in records:
         assert len(r["checklist"]) >= 1 and all(item["answer"] in ("Y", "N") for item in r["checklist"])
         yes = sum(item["answer"] == "Y" for item in r["checklist"])
         assert r["score"] == pytest.approx(yes / len(r["checklist"]))
-    scores = summary["scores"]
+    scores = summary.scores
     assert set(scores["main_table"]) == {*TASKS, "overall"}
     for row in scores["main_table"].values():
         assert set(row) == {*DOMAIN_GROUPS, "overall", "scored", "inference_failures", "evaluation_failures"}
@@ -146,7 +146,7 @@ def test_run_bundled_with_sim(tmp_path):
         if r["task"] == "interleaved":
             assert r["output"]["markers"] >= 1 and len(r["output"]["images"]) == min(r["output"]["markers"], 6)
     on_disk = json.loads((tmp_path / "run" / "summary.json").read_text())
-    assert on_disk["scores"] == scores
+    assert on_disk["scores"] == scores.root
     html = (tmp_path / "run" / "report.html").read_text()
     assert "AEGIS by task and domain" in html and "By reasoning type" in html and "Checklist · score" in html
 
@@ -175,7 +175,7 @@ def test_variants_run_with_sim(tmp_path, pairs, extra_calls):
     # 2 edits, and 2 generations plus one per drawn marker. Variants add one call per case.
     result = evaluate(RunRequest(protocol="aegis", out=tmp_path / "run", cache=tmp_path / "cache", model="sim/umm",
                                  options=pairs, progress=False))  # fmt: skip
-    calls = result.summary["calls"]
+    calls = result.summary.calls
     records = [json.loads(line) for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
     assert all(r["status"] == "scored" for r in records)
     assert calls["understand"] == 4 + extra_calls.get("understand", 0)
@@ -374,9 +374,9 @@ def test_missing_input_image_skips_the_case(tmp_path):
     assert [s.case_id for s in loaded.skipped] == ["1"] and "traffic/1_1_input.png" in loaded.skipped[0].reason
     assert len(loaded.cases) == 7
     result = evaluate(RunRequest(protocol="aegis", cases=folder, out=tmp_path / "run", cache=tmp_path / "cache", model="sim/umm", progress=False))
-    assert result.summary["counts"]["skipped_cases"] == 1 and result.summary["counts"]["cases"] == 7
-    assert result.summary["skipped_cases"][0]["case_id"] == "1"
-    assert result.summary["scores"]["cases"]["total"] == 7
+    assert result.summary.counts.skipped_cases == 1 and result.summary.counts.cases == 7
+    assert result.summary.skipped_cases[0].case_id == "1"
+    assert result.summary.scores["cases"]["total"] == 7
 
 
 def test_real_file_loads_with_notes_and_skips_cases_without_images(capsys):

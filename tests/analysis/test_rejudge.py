@@ -4,6 +4,7 @@ import json
 import shutil
 
 from umni.cli import main
+from umni.store.runfolder import RunFolder
 
 
 def test_rejudge_runs_only_judge_nodes(tmp_path, capsys):
@@ -14,11 +15,11 @@ def test_rejudge_runs_only_judge_nodes(tmp_path, capsys):
 
     new = tmp_path / "rejudged"
     assert main(["rejudge", str(run), "--role", "judge=sim/umm?skill=0.2", "--out", str(new)]) == 0
-    summary = json.loads((new / "summary.json").read_text())
-    assert summary["calls"] == {"judge": 6}
-    assert summary["lineage"]["judges"] == {"original": "sim/umm", "new": "sim/umm?skill=0.2"}
-    assert summary["bindings"]["judge"] == "sim/umm?skill=0.2" and summary["bindings"]["generate"] == "sim/umm"
-    assert summary["scores"]["judge"] == "sim/umm?skill=0.2"
+    summary = RunFolder(new).read_summary()
+    assert summary.calls == {"judge": 6}
+    assert summary.lineage.judges.model_dump() == {"original": "sim/umm", "new": "sim/umm?skill=0.2"}
+    assert summary.bindings["judge"] == "sim/umm?skill=0.2" and summary.bindings["generate"] == "sim/umm"
+    assert summary.scores["judge"] == "sim/umm?skill=0.2"
     assert json.loads((new / "run.json").read_text())["lineage"]["rejudged_from"] == str(run.resolve())
 
 
@@ -28,9 +29,9 @@ def test_rejudge_never_regenerates_missing_work(tmp_path, capsys):
     shutil.rmtree(cache)  # the generated images are gone from the cache
     new = tmp_path / "rejudged"
     assert main(["rejudge", str(run), "--role", "judge=sim/umm?seed=4", "--out", str(new)]) == 0
-    summary = json.loads((new / "summary.json").read_text())
-    assert summary["calls"] == {}
-    assert summary["failures"]["input"] == 3  # recorded, not recomputed
+    summary = RunFolder(new).read_summary()
+    assert summary.calls == {}
+    assert summary.failures["input"] == 3  # recorded, not recomputed
 
 
 def test_rejudge_only_rebinds_the_judge(tmp_path, capsys):

@@ -6,6 +6,7 @@ import re
 import pytest
 
 from umni.cli import main
+from umni.store.runfolder import RunFolder
 
 
 def run_cli(*args: str) -> int:
@@ -23,15 +24,15 @@ def first_run(tmp_path_factory):
 def test_run_writes_summary_results_events_and_report(first_run):
     code, out, _ = first_run
     assert code == 0
-    summary = json.loads((out / "summary.json").read_text())
-    assert summary["protocol"] == "umnibench"
-    assert summary["bindings"] == {"edit": "sim/umm", "generate": "sim/umm", "judge": "sim/umm", "understand": "sim/umm"}
-    assert set(summary["counts"]) >= {"cases", "nodes", "computed", "cached", "failed"}
-    cases = summary["counts"]["cases"]
+    summary = RunFolder(out).read_summary()
+    assert summary.protocol == "umnibench"
+    assert summary.bindings == {"edit": "sim/umm", "generate": "sim/umm", "judge": "sim/umm", "understand": "sim/umm"}
+    assert set(summary.counts.model_dump()) >= {"cases", "nodes", "computed", "cached", "failed"}
+    cases = summary.counts.cases
     assert cases >= 26
-    assert summary["counts"]["nodes"] == cases * 12
-    assert summary["calls"] == {"edit": 2 * cases, "generate": cases, "understand": 9 * cases}
-    scores = summary["scores"]
+    assert summary.counts.nodes == cases * 12
+    assert summary.calls == {"edit": 2 * cases, "generate": cases, "understand": 9 * cases}
+    scores = summary.scores
     assert set(scores["stages"]) == {"generation", "interaction", "counterfactual"}
     assert list(scores["questions"]) == [f"Q{i}" for i in range(1, 10)]
     assert len(scores["domains"]) == 13
@@ -57,8 +58,8 @@ def test_rerun_is_fully_cached(first_run, tmp_path):
     code, out, cache = first_run
     before = (out / "results.jsonl").read_bytes()
     assert run_cli("run", "umnibench", "--model", "sim/umm", "--out", str(out), "--cache", str(cache), "--quiet") == 0
-    summary = json.loads((out / "summary.json").read_text())
-    assert summary["counts"]["computed"] == 0 and summary["this_invocation"]["calls"] == {}  # calls: the run's totals
+    summary = RunFolder(out).read_summary()
+    assert summary.counts.computed == 0 and summary.this_invocation.calls == {}  # calls: the run's totals
     assert (out / "results.jsonl").read_bytes() == before
 
 
@@ -68,9 +69,9 @@ def test_swapping_the_understander_makes_no_generate_or_edit_calls(first_run, tm
     code = run_cli("run", "umnibench", "--model", "sim/umm", "--role", "understand=sim/umm?skill=0.5",
                    "--out", str(out), "--cache", str(cache), "--quiet")
     assert code == 0
-    summary = json.loads((out / "summary.json").read_text())
-    assert set(summary["calls"]) == {"understand"}
-    assert summary["bindings"]["understand"] == "sim/umm?skill=0.5"
+    summary = RunFolder(out).read_summary()
+    assert set(summary.calls) == {"understand"}
+    assert summary.bindings["understand"] == "sim/umm?skill=0.5"
 
 
 def test_different_command_into_same_run_dir_is_refused(first_run, capsys):

@@ -73,7 +73,7 @@ def test_a_backend_loads_only_when_one_of_its_nodes_misses_the_cache(tmp_path, m
     assert started == []  # every node cached: no backend started
     swapped = run("swap", ["understand=sim/umm?skill=0.3"])
     assert started == ["sim/umm?skill=0.3"]  # the drawing and editing model stays unloaded
-    assert swapped.summary["counts"]["failed"] == 0
+    assert swapped.summary.counts.failed == 0
 
 
 def test_a_backend_that_fails_to_start_stops_the_run_and_keeps_what_was_computed(tmp_path):

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from umni.store.artifacts import _encode, canonical_json
+from umni.store.hashing import _encode, canonical_json
 from umni.util import jsontext
 
 

@@ -18,8 +18,8 @@ from umni.backends.bindings import Bindings
 from umni.engine.keys import KEY_SCHEMA, identity_json, node_key
 from umni.engine.runner import Runner
 from umni.graph.graph import Graph
-from umni.store.artifacts import fingerprint
 from umni.store.cache import Cache
+from umni.store.hashing import fingerprint
 from umni.util.events import EventLog
 from umni.util.spec import Spec
 

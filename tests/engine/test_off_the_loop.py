@@ -18,7 +18,7 @@ from umni.backends.bindings import Bindings
 from umni.backends.roles import ChoiceReply
 from umni.engine.runner import Runner
 from umni.graph.graph import Graph
-from umni.store.artifacts import BlobStore
+from umni.store.blobs import BlobStore
 from umni.store.cache import Cache
 
 

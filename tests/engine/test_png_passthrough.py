@@ -7,14 +7,14 @@ from collections.abc import Sequence
 import anyio
 from PIL import Image
 
-import umni.store.artifacts as artifacts
+import umni.store.blobs as blobs
 from umni.backends.bindings import Bindings
 from umni.backends.contract import Backend
 from umni.backends.roles import GENERATE, ImageReply, Part
 from umni.engine.runner import Runner
 from umni.graph.graph import Graph
-from umni.store.artifacts import encode_png
 from umni.store.cache import Cache
+from umni.store.images import encode_png
 from umni.util.spec import Spec
 
 
@@ -52,7 +52,7 @@ def test_png_bytes_are_stored_as_they_are(tmp_path, monkeypatch):
     def no_encoding(image):
         raise AssertionError("the driver re-encoded an image that came with its PNG bytes")
 
-    monkeypatch.setattr(artifacts, "encode_for_store", no_encoding)  # the blob store encodes, in a worker thread
+    monkeypatch.setattr(blobs, "encode_for_store", no_encoding)  # the blob store encodes, in a worker thread
     remote = run(tmp_path / "b", Painter(as_bytes=True))
     assert remote.ok and remote.image.sha256 == in_process.image.sha256
     assert (remote.image.width, remote.image.height) == (24, 16)

@@ -26,7 +26,7 @@ def test_evaluate_from_the_top_package(tmp_path):
     from umni import RunConfig, evaluate
 
     result = evaluate(RunConfig(protocol="umnibench", model="sim/umm", out=tmp_path / "run", cache=tmp_path / "cache", limit=1, progress=False))
-    assert result.summary["counts"]["cases"] == 1
+    assert result.summary.counts.cases == 1
     assert result.report.is_file()
 
 

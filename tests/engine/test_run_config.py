@@ -9,6 +9,7 @@ import pytest
 
 from umni.cli import main
 from umni.run.config import RunConfig
+from umni.store.runfolder import RunFolder
 
 
 @pytest.mark.parametrize(
@@ -43,9 +44,9 @@ def test_rejudge_of_a_default_aegis_run_replays_it_exactly(tmp_path, capsys):
     assert main(["run", "aegis", "--model", "sim/umm", "--limit", "3", "--out", str(run), "--cache", str(cache), "--quiet"]) == 0
     new = tmp_path / "rejudged"
     assert main(["rejudge", str(run), "--role", "judge=sim/umm?skill=0.3", "--out", str(new)]) == 0, capsys.readouterr().err
-    summary = json.loads((new / "summary.json").read_text())
-    assert set(summary["calls"]) <= {"judge"}
-    assert summary["counts"]["failed"] == 0 and summary["counts"]["blocked"] == 0
+    summary = RunFolder(new).read_summary()
+    assert set(summary.calls) <= {"judge"}
+    assert summary.counts.failed == 0 and summary.counts.blocked == 0
 
 
 def test_rejudge_refuses_a_protocol_without_a_judge(tmp_path, capsys):
@@ -64,11 +65,11 @@ def test_rejudge_of_a_genius_run_with_reflection_replays_its_rounds(tmp_path, ca
     assert main([str(a) for a in args]) == 0
     new = tmp_path / "rejudged"
     assert main(["rejudge", str(run), "--role", "judge=sim/umm?skill=0.2", "--out", str(new)]) == 0, capsys.readouterr().err
-    summary = json.loads((new / "summary.json").read_text())
-    assert set(summary["this_invocation"]["calls"]) == {"judge"}
-    assert summary["counts"]["failed"] == 0 and summary["counts"]["blocked"] == 0
+    summary = RunFolder(new).read_summary()
+    assert set(summary.this_invocation.calls) == {"judge"}
+    assert summary.counts.failed == 0 and summary.counts.blocked == 0
     before = json.loads((run / "summary.json").read_text())["scores"]["reflection"]["rounds_run"]
-    assert summary["scores"]["reflection"]["rounds_run"] == before
+    assert summary.scores["reflection"]["rounds_run"] == before
 
 
 def test_a_sweep_entry_is_validated_like_the_command_line(tmp_path, capsys):

@@ -263,7 +263,7 @@ def test_a_fresh_image_reads_the_same_as_its_stored_png(tmp_path):
     """Readers of a just-made image see what a resumed run would decode from the cache."""
     from PIL import Image
 
-    from umni.store.artifacts import as_stored, encode_png
+    from umni.store.images import as_stored, encode_png
 
     made = Image.new("P", (12, 12))
     made.putpalette([0, 0, 0, 250, 10, 10] * 128)

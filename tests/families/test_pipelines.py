@@ -21,7 +21,7 @@ from umni.backends.bindings import Bindings
 from umni.engine.runner import Runner
 from umni.graph import Graph, ImageFile
 from umni.store import Cache
-from umni.store.artifacts import ImageRef
+from umni.store.imageref import ImageRef
 
 
 def _noise(path: Path, seed: int, width: int, height: int) -> ImageFile:

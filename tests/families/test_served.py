@@ -105,10 +105,10 @@ def test_transformers_serve_answers_umnibench_questions(served_vlm: str, tiny: C
     request = RunRequest(protocol="umnibench", out=tmp_path / "run", cache=tmp_path / "cache", model="sim/umm",
                          roles=[f"understand={model}"], limit=1, progress=False)
     summary = evaluate(request).summary
-    assert summary["calls"]["understand"] == 9
-    assert summary["counts"]["blocked"] == 0
+    assert summary.calls["understand"] == 9
+    assert summary.counts.blocked == 0
     # random weights rarely write a valid letter: such answers are counted, never dropped or guessed
-    assert summary["counts"]["failed"] + sum(summary["scores"]["answered"].values()) == 9
+    assert summary.counts.failed + sum(summary.scores["answered"].values()) == 9
 
 
 def test_transformers_serve_judges_wise_images(served_vlm: str, tiny: Callable[[str], Path], tmp_path: Path) -> None:
@@ -116,9 +116,9 @@ def test_transformers_serve_judges_wise_images(served_vlm: str, tiny: Callable[[
     request = RunRequest(protocol="wise", out=tmp_path / "run", cache=tmp_path / "cache", model="sim/umm",
                          roles=[f"judge={model}"], limit=1, progress=False)
     summary = evaluate(request).summary
-    assert summary["bindings"]["judge"] == model
-    assert summary["calls"]["judge"] >= 1
-    assert summary["counts"]["blocked"] == 0
+    assert summary.bindings["judge"] == model
+    assert summary.calls["judge"] >= 1
+    assert summary.counts.blocked == 0
 
 
 def test_umnibench_runs_end_to_end_against_a_served_diffusers_pipeline(served_images: str, tmp_path: Path) -> None:
@@ -127,7 +127,7 @@ def test_umnibench_runs_end_to_end_against_a_served_diffusers_pipeline(served_im
     request = RunRequest(protocol="umnibench", out=tmp_path / "run", cache=tmp_path / "cache", model="sim/umm",
                          roles=[f"generate={model}", f"edit={model}"], limit=1, progress=False)
     summary = evaluate(request).summary
-    assert summary["counts"]["failed"] + summary["counts"]["blocked"] == 0, summary["counts"]
-    assert summary["calls"]["generate"] >= 1 and summary["calls"]["edit"] >= 1
+    assert summary.counts.failed + summary.counts.blocked == 0, summary.counts
+    assert summary.calls["generate"] >= 1 and summary.calls["edit"] >= 1
     served = httpx.get(served_images.removesuffix("/v1") + "/health").json()["calls"]
-    assert served == summary["calls"]["generate"] + summary["calls"]["edit"]
+    assert served == summary.calls["generate"] + summary.calls["edit"]

@@ -24,10 +24,10 @@ def test_family_answers_umnibench_questions(family: str, tiny: Callable[[str], P
     request = RunRequest(protocol="umnibench", out=tmp_path / "run", cache=tmp_path / "cache", model="sim/umm",
                          roles=[f"understand={model}"], limit=1, progress=False)
     summary = evaluate(request).summary
-    assert summary["bindings"]["understand"] == model
-    assert summary["calls"]["understand"] == 9
-    assert summary["counts"]["failed"] + summary["counts"]["blocked"] == 0
-    assert sum(summary["scores"]["answered"].values()) == 9
+    assert summary.bindings["understand"] == model
+    assert summary.calls["understand"] == 9
+    assert summary.counts.failed + summary.counts.blocked == 0
+    assert sum(summary.scores["answered"].values()) == 9
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -36,6 +36,6 @@ def test_family_judges_wise_images(family: str, tiny: Callable[[str], Path], tmp
     request = RunRequest(protocol="wise", out=tmp_path / "run", cache=tmp_path / "cache", model="sim/umm",
                          roles=[f"judge={model}"], limit=1, progress=False)
     summary = evaluate(request).summary
-    assert summary["bindings"]["judge"] == model
-    assert summary["calls"]["judge"] >= 1
-    assert summary["backends"]["judge"]["revision"]  # the local folder is identified by its contents
+    assert summary.bindings["judge"] == model
+    assert summary.calls["judge"] >= 1
+    assert summary.backends["judge"]["revision"]  # the local folder is identified by its contents

@@ -183,4 +183,4 @@ def test_loader_accepts_the_record_shapes_the_official_code_handles(tmp_path):
     records_out = {r["id"]: r for r in map(json.loads, (tmp_path / "run" / "results.jsonl").read_text().splitlines())}
     assert records_out["no-tag"]["scores"]["vc"] is None  # no hint names an image: VC does not apply
     assert records_out["upper"]["rounds"][0]["vc"][1]["reference"] is None  # counted 0 in each round
-    assert result.summary["scores"]["official_equivalent"]["items"] == 5
+    assert result.summary.scores["official_equivalent"]["items"] == 5

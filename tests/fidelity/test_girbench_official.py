@@ -16,6 +16,7 @@ from PIL import Image
 
 from umni.backends.roles import OcrLine
 from umni.cli import main as cli_main
+from umni.store.runfolder import RunFolder
 from umni_graphs.girbench import PROTOCOL, GirOptions
 from umni_graphs.girbench.cases import present_tasks
 from umni_graphs.girbench.dataset import SpatialCase, SudokuSpec, load_uni_cases
@@ -277,8 +278,8 @@ def test_cases_check_and_run_agree_on_a_relative_hub_folder(tmp_path, monkeypatc
         "--option", f"uni_model={tiny_dinov3}",
         "--out", "run", "--cache", "cache", "--quiet",
     ])
-    summary = json.loads(Path("run/summary.json").read_text())
-    assert summary["counts"]["failed"] == 0, summary["counts"]
+    summary = RunFolder("run").read_summary()
+    assert summary.counts.failed == 0, summary.counts
     assert code == 0
 
 
@@ -502,19 +503,19 @@ def test_hub_layout_folder_runs_through_umni_run_with_the_official_scorers(tmp_p
         "--option", f"uni_model={tiny_dinov3}", "--option", f"fid_weights={inception_weights}",
         "--out", str(out), "--cache", str(tmp_path / "cache"), "--quiet",
     ])
-    summary = json.loads((out / "summary.json").read_text())
-    assert code == 0 and summary["counts"]["failed"] == 0, summary["counts"]
+    summary = RunFolder(out).read_summary()
+    assert code == 0 and summary.counts.failed == 0, summary.counts
     assert sorted(str(p.relative_to(dataset)) for p in dataset.rglob("*")) == before  # folder unchanged
-    metrics = summary["scores"]["metrics"]
+    metrics = summary.scores["metrics"]
     # no detector bound: numerical and spatial are skipped and counted, every other task is scored
-    skipped = [s["case_id"] for s in summary["skipped_cases"]]
-    assert summary["counts"]["skipped_cases"] == 8 and sorted(skipped)[:3] == ["numerical/1", "numerical/2", "numerical/3"]
+    skipped = [s.case_id for s in summary.skipped_cases]
+    assert summary.counts.skipped_cases == 8 and sorted(skipped)[:3] == ["numerical/1", "numerical/2", "numerical/3"]
     assert "spatial/9" in skipped and "spatial/10" in skipped
     assert {k: metrics[k]["scored"] for k in ("uni_generation", "text", "puzzle", "sudoku", "perception")} == {
         "uni_generation": 6, "text": 3, "puzzle": 3, "sudoku": 2, "perception": 2,
     }
-    assert summary["scores"]["puzzle_fid"] is not None and summary["scores"]["features"] == "official"
-    deviations = {d["id"]: d for d in summary["scores"]["deviations"]}
+    assert summary.scores["puzzle_fid"] is not None and summary.scores["features"] == "official"
+    deviations = {d["id"]: d for d in summary.scores["deviations"]}
     assert deviations["sudoku-per-cell"]["official_score"] == metrics["sudoku"]["score"]
     assert "umni_score" in deviations["sudoku-per-cell"] and "failures-counted" in deviations
     assert "spatial-label-matching" not in deviations  # listed only for metrics that ran

@@ -24,7 +24,6 @@ import json
 import re
 import shutil
 from pathlib import Path
-from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -33,6 +32,7 @@ from hypothesis import strategies as st
 from tests.support.openai_server import ChatRequest, OpenAIStubServer
 from tests.support.shared_data import shared_data
 from umni.cli import main
+from umni.store.runfolder import RunFolder, Summary
 from umni.util.errors import InputError, InvalidAnswer, ParseFailure
 from umni_cases import bundled
 from umni_graphs.wise import PROTOCOL, WiseOptions
@@ -301,7 +301,7 @@ def _judge_server(replies: dict[str, str]) -> OpenAIStubServer:
     return OpenAIStubServer(responder=reply)
 
 
-def _run(tmp_path: Path, server: OpenAIStubServer, cases: Path, *extra: str) -> dict[str, Any]:
+def _run(tmp_path: Path, server: OpenAIStubServer, cases: Path, *extra: str) -> Summary:
     out = tmp_path / "run"
     code = main([
         "run", "wise", "--cases", str(cases), "--role", "generate=sim/umm",
@@ -309,7 +309,7 @@ def _run(tmp_path: Path, server: OpenAIStubServer, cases: Path, *extra: str) -> 
         "--cache", str(tmp_path / "cache"), "--quiet", "--max-attempts", "1", *extra,
     ])  # fmt: skip
     assert code == 0
-    return json.loads((out / "summary.json").read_text())
+    return RunFolder(out).read_summary()
 
 
 def test_judge_requests_are_sent_as_official(tmp_path: Path) -> None:
@@ -339,7 +339,7 @@ def test_official_equivalent_and_deviations_in_the_summary(tmp_path: Path) -> No
     replies[by_id[401]] = "Draft: Score: 0, but the clock is right.</think>\nScore: 1"
     with _judge_server(replies) as server:
         summary = _run(tmp_path, server, bundled("wise") / "verified")
-    scores = summary["scores"]
+    scores = summary.scores
     # umni: culture {2: 0, 3: 1} -> 0.5 (prompt 1 failed); time 1.0; the rest 1.0.
     # Overall = 0.4*0.5 + 0.12*5*1.0 = 0.8
     assert (scores["culture"], scores["time"], scores["overall"]) == (0.5, 1.0, 0.8)
@@ -367,7 +367,7 @@ def test_a_full_width_score_is_a_counted_parse_failure_never_a_mark(tmp_path: Pa
     replies[by_id[1]] = "Score: \uff11"
     with _judge_server(replies) as server:
         summary = _run(tmp_path, server, bundled("wise") / "verified")
-    scores = summary["scores"]
+    scores = summary.scores
     assert scores["failures"] == {"parse": 1} and scores["culture"] == 1.0
     assert scores["official_equivalent"]["scored"] == 17  # the official reading gives up on it too
 
@@ -376,10 +376,10 @@ def test_real_files_run_unchanged(tmp_path: Path) -> None:
     with _judge_server({}) as server:  # every reply unreadable: still a complete run, failures counted
         verified = _run(tmp_path / "v", server, shared_data("wise", "verified"), "--limit", "2")
         legacy = _run(tmp_path / "l", server, shared_data("wise", "legacy"), "--limit", "2", "--option", "set=legacy")
-    assert verified["counts"]["cases"] == 2 and verified["scores"]["set"] == "verified"
-    assert legacy["counts"]["cases"] == 2 and legacy["scores"]["set"] == "legacy"
-    assert verified["scores"]["failures"] == {"parse": 2} == legacy["scores"]["failures"]
-    assert re.search(r"998 of the 1000", verified["scores"]["coverage"])
+    assert verified.counts.cases == 2 and verified.scores["set"] == "verified"
+    assert legacy.counts.cases == 2 and legacy.scores["set"] == "legacy"
+    assert verified.scores["failures"] == {"parse": 2} == legacy.scores["failures"]
+    assert re.search(r"998 of the 1000", verified.scores["coverage"])
 
 
 def test_a_judge_template_file_replaces_umnis_wording(tmp_path: Path) -> None:
@@ -399,8 +399,8 @@ def test_a_judge_template_file_replaces_umnis_wording(tmp_path: Path) -> None:
     assert user["content"][0]["text"] == (
         f'Paper protocol.\nPROMPT: "{case.Prompt}"\nEXPLANATION: "{case.Explanation}"\nReturn Score: 0 or 1.'
     )
-    assert summary["scores"]["culture"] == 1.0
-    wording = next(d for d in summary["scores"]["deviations"] if d["id"] == "judge-wording")
+    assert summary.scores["culture"] == 1.0
+    wording = next(d for d in summary.scores["deviations"] if d["id"] == "judge-wording")
     assert wording["changes_score"] is False and str(template) in wording["umni"]
 
 

@@ -132,8 +132,8 @@ def run_cases(backend: ScriptedGenius, keys: Sequence[str], options: GeniusOptio
 def test_sim_run_on_bundled_cases_gives_the_main_table(tmp_path):
     result = evaluate(RunRequest(protocol="genius", out=tmp_path / "run", cache=tmp_path / "cache", model="sim/umm", progress=False))
     summary = result.summary
-    assert summary["counts"]["cases"] == 10 and summary["counts"]["failed"] == 0 and summary["counts"]["blocked"] == 0
-    s = summary["scores"]
+    assert summary.counts.cases == 10 and summary.counts.failed == 0 and summary.counts.blocked == 0
+    s = summary.scores
     assert list(s["dimensions"]) == ["implicit_pattern", "symbolic_constraint", "visual_constraint", "prior_conflicting", "multi_semantic"]
     assert s["dimensions"]["multi_semantic"]["vc"] is None
     assert all(s["dimensions"][d]["vc"] is not None for d in s["dimensions"] if d != "multi_semantic")
@@ -145,7 +145,7 @@ def test_sim_run_on_bundled_cases_gives_the_main_table(tmp_path):
     # Data-weighted: the pooled RC is the mean over the ten items, not over the five dimensions.
     assert s["rc"] == pytest.approx(sum(r["scores"]["rc"] for r in records) / 10, abs=1e-3)
 
-    title, header, rows = PROTOCOL.tables(summary)[0]
+    title, header, rows = PROTOCOL.tables(summary.to_json())[0]
     assert header[:2] == ["Model", "Overall"] and len(header) == 2 + 15 and rows[0][0] == "sim/umm"
     assert rows[0][header.index("Multi-Semantic VC")] == "-"
     report = (tmp_path / "run" / "report.html").read_text()
@@ -175,9 +175,9 @@ def test_every_variant_runs_with_sim(variant, tmp_path, shared_cache):
     result = evaluate(RunRequest(protocol="genius", out=tmp_path / "run", cache=shared_cache, model="sim/umm",
                                  options=options, progress=False))
     summary = result.summary
-    assert summary["counts"]["cases"] == 10
-    assert summary["counts"]["failed"] == 0 and summary["counts"]["blocked"] == 0
-    s = summary["scores"]
+    assert summary.counts.cases == 10
+    assert summary.counts.failed == 0 and summary.counts.blocked == 0
+    s = summary.scores
     assert s["overall"] is not None and s["scored"]["rc"] == 10
     assert ("reflection" in s) == variant.startswith("reflection")
     assert ("probe" in s) == (variant == "probe")
@@ -186,7 +186,7 @@ def test_every_variant_runs_with_sim(variant, tmp_path, shared_cache):
     if variant.startswith("reflection"):
         rounds = int(options["reflection_rounds"])
         assert [r["round"] for r in s["reflection"]["by_round"]] == list(range(rounds + 1))
-    titles = [t for t, _, _ in PROTOCOL.tables(summary)]
+    titles = [t for t, _, _ in PROTOCOL.tables(summary.to_json())]
     assert titles[0].startswith("GENIUS main table")
 
 
@@ -453,8 +453,8 @@ def test_cases_with_missing_context_images_are_skipped_with_a_reason(tmp_path):
 
     result = evaluate(RunRequest(protocol="genius", out=tmp_path / "run", cache=tmp_path / "cache", cases=root,
                                  model="sim/umm", progress=False))
-    assert result.summary["counts"]["skipped_cases"] == 1 and result.summary["counts"]["cases"] == 1
-    assert result.summary["skipped_cases"][0]["case_id"] == "symbolic_constraint/sc01"
+    assert result.summary.counts.skipped_cases == 1 and result.summary.counts.cases == 1
+    assert result.summary.skipped_cases[0].case_id == "symbolic_constraint/sc01"
 
 
 def test_a_dimension_folder_or_its_file_can_be_given(tmp_path):

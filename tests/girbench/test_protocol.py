@@ -24,6 +24,7 @@ from umni.backends.roles import DETECT, EMBED, Detection
 from umni.cli import main as cli_main
 from umni.engine.keys import node_key
 from umni.run.evaluation import RunRequest, evaluate_async, prepare
+from umni.store.runfolder import RunFolder
 from umni.util.errors import ConfigError, InputError
 from umni.util.policy import RetryPolicy
 from umni.util.spec import Spec
@@ -225,7 +226,7 @@ def test_a_skipped_puzzle_says_which_folders_were_tried(tmp_path):
 def test_a_copy_with_an_input_folder_scores_every_puzzle(tmp_path):
     root = puzzle_copy(tmp_path / "cases", "input")
     result = run(tmp_path, cases=root, roles=["embed=test-pixels/grid"])
-    assert result.summary["scores"]["metrics"]["puzzle"]["scored"] == 3
+    assert result.summary.scores["metrics"]["puzzle"]["scored"] == 3
 
 
 def test_perception_without_a_target_description_is_skipped(tmp_path):
@@ -377,8 +378,8 @@ def full_run(tmp_path_factory):
 
 
 def test_every_task_runs_with_known_scores(full_run):
-    scores = full_run.summary["scores"]
-    assert full_run.summary["counts"]["cases"] == 15 and full_run.summary["counts"]["failed"] == 0
+    scores = full_run.summary.scores
+    assert full_run.summary.counts.cases == 15 and full_run.summary.counts.failed == 0
     assert scores["t2i"] == {"numerical": 0.5, "spatial": 0.5, "text": 0.5, "overall": 0.5}
     records = records_of(full_run)
     assert records["numerical/1"]["metrics"]["numerical"]["detail"]["counts"] == {"duck": 1, "dog": 1}
@@ -398,7 +399,7 @@ def test_set_level_puzzle_score_matches_the_stored_features(full_run):
     records = records_of(full_run)
     pairs = [records[f"puzzle/00{i}"]["metrics"]["puzzle"]["features"] for i in (1, 2, 3)]
     fid = frechet_distance_between(np.array([p["output"] for p in pairs]), np.array([p["solution"] for p in pairs]))
-    scores = full_run.summary["scores"]
+    scores = full_run.summary.scores
     assert scores["puzzle_fid"] == pytest.approx(fid) and scores["edit"]["puzzle"] == pytest.approx(normalized_fid(fid))
     assert len(pairs[0]["solution"]) == 49
 
@@ -412,7 +413,7 @@ def test_uni_records_hold_both_sides(full_run):
     assert fox["image"] and fox["category"] == "Zoology"
     views = PROTOCOL.views(fox)
     assert [v.title for v in views] == ["Uni · image understanding", "Uni · image generation"]
-    titles = [t for t, _, _ in PROTOCOL.tables(full_run.summary)]
+    titles = [t for t, _, _ in PROTOCOL.tables(full_run.summary.to_json())]
     assert titles[1] == "GIR-Bench-T2I and GIR-Bench-Edit"
 
 
@@ -423,11 +424,11 @@ def test_backend_failures_are_counted_not_scored(tmp_path):
         options={"tasks": "perception"},
         retry=RetryPolicy(max_attempts=1),
     )
-    metric = result.summary["scores"]["metrics"]["perception"]
+    metric = result.summary.scores["metrics"]["perception"]
     assert metric["score"] is None and metric["failed"] == 2 and metric["failures"] == {"backend": 2}
     record = records_of(result)["perception/1"]
     assert record["metrics"]["perception"]["node"] == "image"
-    assert result.summary["scores"]["overall"] is None
+    assert result.summary.scores["overall"] is None
 
 
 def test_cli_offline_run_with_ocr_only(tmp_path):
@@ -438,12 +439,12 @@ def test_cli_offline_run_with_ocr_only(tmp_path):
         "--out", str(out), "--cache", str(tmp_path / "cache"), "--quiet",
     ])
     assert code == 0
-    summary = json.loads((out / "summary.json").read_text())
-    metrics = summary["scores"]["metrics"]
-    assert summary["counts"]["cases"] == 11 and summary["counts"]["skipped_cases"] == 0
+    summary = RunFolder(out).read_summary()
+    metrics = summary.scores["metrics"]
+    assert summary.counts.cases == 11 and summary.counts.skipped_cases == 0
     assert metrics["uni_generation"]["note"] == "not run: embed role not bound (skip_roles)"
     assert metrics["numerical"]["note"] == "not selected (--option tasks)"
-    assert summary["scores"]["overall_of"] == ["uni_understanding", "text", "perception"]
+    assert summary.scores["overall_of"] == ["uni_understanding", "text", "perception"]
     assert "GIR-Bench-Uni" in (out / "report.html").read_text()
 
 

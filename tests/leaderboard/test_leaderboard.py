@@ -11,10 +11,11 @@ import pytest
 
 from umni.cli import main
 from umni.reporting.leaderboard import LONG_HEADER, Run, bootstrap_headline, build_tables, write_leaderboard
+from umni.store.runfolder import Counts, RunFolder, Summary
 
 
 def summary(protocol, scores, *, bindings=None, nodes=10, failed=0, blocked=0, options=None):
-    return {
+    return Summary.model_validate({
         "protocol": protocol,
         "title": protocol,
         "bindings": bindings or {"generate": "m/a", "judge": "m/a"},
@@ -22,7 +23,7 @@ def summary(protocol, scores, *, bindings=None, nodes=10, failed=0, blocked=0, o
         "counts": {"cases": 2, "nodes": nodes, "skipped": 0, "skipped_cases": 0},
         "failures": {"backend": failed, "parse": 0, "blocked": blocked},
         "scores": scores,
-    }
+    })
 
 
 def md_tables_are_valid(text: str) -> None:
@@ -160,10 +161,10 @@ def small_run(tmp_path_factory):
 
 
 def test_bootstrap_interval_is_seeded_and_brackets_the_headline(small_run):
-    run = Run(json.loads((small_run / "summary.json").read_text()), small_run)
+    run = Run(RunFolder(small_run).read_summary(), small_run)
     first, second = bootstrap_headline(run), bootstrap_headline(run)
     assert first == second and first is not None
-    overall = run.summary["scores"]["overall"]
+    overall = run.summary.scores["overall"]
     assert first[0] <= overall <= first[1] and first[0] < first[1]
 
 
@@ -181,7 +182,7 @@ def test_coverage_counts_pending_nodes_apart():
     """A --phase generate,edit run leaves the answer nodes pending: not answered, not failed."""
     from umni.reporting.leaderboard import coverage_line, run_coverage
 
-    summary = {"counts": {"cases": 26, "nodes": 312, "skipped": 0, "pending": 234}, "failures": {}}
+    summary = Summary(protocol="umnibench", counts=Counts(cases=26, nodes=312, skipped=0, pending=234), failures={})
     cell, failed = run_coverage(summary)
     assert (cell.answered, cell.total, failed) == (78, 312, 0)
     assert coverage_line(summary).startswith("coverage: 78/312 nodes answered, 0 failed, 234 pending")
@@ -225,8 +226,8 @@ def test_latex_and_laid_out_csv_formats(small_run, capsys):
     run = "sim/umm?skill=0.6"
     assert paper_csv[1][:7] == ["Stage", "Question", run, f"{run} ci_low", f"{run} ci_high", f"{run} answered", f"{run} total"]
     overall = next(r for r in paper_csv if r[:2] == ["Ave.", ""])
-    summary = json.loads((small_run / "summary.json").read_text())
-    assert float(overall[2]) == summary["scores"]["overall"] and float(overall[3]) <= float(overall[2]) <= float(overall[4])
+    summary = RunFolder(small_run).read_summary()
+    assert float(overall[2]) == summary.scores.overall and float(overall[3]) <= float(overall[2]) <= float(overall[4])
 
 
 def test_latex_escapes_what_a_label_may_hold():
@@ -244,7 +245,7 @@ def test_paired_comparison_of_two_runs_on_the_same_cases(small_run, tmp_path, ca
     a, b = label_runs(find_runs([strong, small_run]))
     result = compare_runs(a, b)
     assert result.cases == 6 and result.a_only == result.b_only == 0
-    assert result.difference == round(a.summary["scores"]["overall"] - b.summary["scores"]["overall"], 2)
+    assert result.difference == round(a.summary.scores["overall"] - b.summary.scores["overall"], 2)
     assert result.ci is not None and result.ci[0] <= result.difference <= result.ci[1]
     assert 0 < result.p_value <= 1
     assert compare_runs(a, b) == result  # seeded
@@ -380,8 +381,9 @@ def test_genius_main_table_in_the_papers_layout():
 
 def test_genius_vc_that_does_not_apply_is_not_missing():
     """Multi-Semantic has no VC: a run with no failure must not read incomplete ((8/10)* before)."""
-    golden = json.loads((Path(__file__).parents[1] / "golden" / "expected" / "genius" / "summary.json").read_text())
-    s = golden["scores"]
+    written = json.loads((Path(__file__).parents[1] / "golden" / "expected" / "genius" / "summary.json").read_text())
+    golden = Summary.model_validate(written | {"wall_seconds": 0.0})  # the golden file blanks the run's own fields
+    s = golden.scores
     assert s["scored"]["vc"] < s["cases"] and not any(s["judge_failures"][m] for m in ("rc", "vc", "aq"))
     for layout in ("paper", "tidy"):
         for table in build_tables([golden], with_ci=False, layout=layout):
@@ -396,7 +398,7 @@ def test_genius_vc_that_does_not_apply_is_not_missing():
 def test_intervals_on_every_cell_with_enough_items(small_run):
     """Not only Overall: each question and stage gets its interval; a domain resting on fewer than
     MIN_INTERVAL_CASES cases gets none (the 6-case run has one case per domain)."""
-    run = Run(json.loads((small_run / "summary.json").read_text()), small_run, intervals=None)
+    run = Run(RunFolder(small_run).read_summary(), small_run, intervals=None)
     run.intervals = None
     questions, domains = build_tables([run])
     for row in questions.rows[:-2]:

@@ -10,6 +10,7 @@ import pytest
 
 from umni import __version__
 from umni.cli import EXIT_FAILURES, main
+from umni.store.runfolder import RunFolder
 from umni.util.extras import missing_extra_hint
 from umni.util.progress import Progress
 
@@ -65,8 +66,8 @@ def test_headline_shows_coverage_and_fail_on_error_sets_the_exit_code(tmp_path, 
     assert main(args) == 0
     out = capsys.readouterr().out
     overall = next(line for line in out.splitlines() if line.startswith("overall:"))
-    summary = json.loads((tmp_path / "bad" / "summary.json").read_text())
-    failed = sum(v for v in summary["failures"].values())
+    summary = RunFolder(tmp_path / "bad").read_summary()
+    failed = sum(v for v in summary.failures.values())
     assert failed > 0
     assert f"({24 - failed}/24 nodes answered)*" in overall
     assert "INCOMPLETE" in out

@@ -11,6 +11,7 @@ import pytest
 
 from umni.backends import create_backend
 from umni.cli import main
+from umni.store.runfolder import RunFolder
 from umni.util.errors import BackendError, ConfigError
 from umni.util.spec import Spec
 
@@ -136,7 +137,6 @@ def test_start_timeout_names_the_spec() -> None:
 
 
 def test_a_replica_killed_mid_run_changes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import json
     import threading
     import time
 
@@ -168,8 +168,8 @@ def test_a_replica_killed_mid_run_changes_nothing(tmp_path: Path, monkeypatch: p
     killer.join()
     assert killed.is_set() and pools[0]._restarts == 1  # the kill landed during the run, and was recovered
     assert placed == local
-    summary = json.loads((tmp_path / "killed" / "summary.json").read_text())
-    assert summary["counts"]["failed"] == 0 and summary["counts"]["blocked"] == 0
+    summary = RunFolder(tmp_path / "killed").read_summary()
+    assert summary.counts.failed == 0 and summary.counts.blocked == 0
 
 
 def test_a_sweep_placement_section_keeps_runs_and_cache(tmp_path: Path) -> None:
@@ -197,9 +197,9 @@ def test_a_sweep_placement_section_keeps_runs_and_cache(tmp_path: Path) -> None:
     assert placed == plain  # same run directories (keyed by the spec as written), same bytes
     for run_dir in (tmp_path / "placed").glob("umnibench/*"):
         manifest = json.loads((run_dir / "run.json").read_text())
-        summary = json.loads((run_dir / "summary.json").read_text())
+        summary = RunFolder(run_dir).read_summary()
         assert manifest["config"]["ray"] == "auto"  # placement without ray: joins or starts one
-        assert summary["counts"]["computed"] == 0 and summary["counts"]["cached"] == summary["counts"]["nodes"]
+        assert summary.counts.computed == 0 and summary.counts.cached == summary.counts.nodes
     placed_bindings = [json.loads((d / "run.json").read_text())["config"] for d in (tmp_path / "placed").glob("umnibench/*")]
     assert any("placement=ray" in json.dumps(c) and "replicas=2" in json.dumps(c) for c in placed_bindings)
 

@@ -10,7 +10,7 @@ from PIL import Image
 
 from umni.backends.roles import ImageReply, TextReply, Usage
 from umni.backends.wire import from_wire, to_wire
-from umni.store.artifacts import encode_png
+from umni.store.images import encode_png
 
 
 class _Recorder(pickle.Pickler):

@@ -52,7 +52,7 @@ def test_a_leftover_temp_file_is_ignored(tmp_path, warm):
     assert integrity(cache) == []
     summary = run(tmp_path / "again", cache)
     assert read_results(tmp_path / "again") == records
-    assert summary["counts"]["computed"] == 0  # nothing was recomputed because of the stray file
+    assert summary.counts.computed == 0  # nothing was recomputed because of the stray file
 
 
 def test_a_missing_blob_is_reported_and_recomputed(tmp_path, warm):
@@ -61,7 +61,7 @@ def test_a_missing_blob_is_reported_and_recomputed(tmp_path, warm):
     assert any(sha[:12] in problem for problem in integrity(cache))
     summary = run(tmp_path / "again", cache)
     assert read_results(tmp_path / "again") == records
-    assert summary["counts"]["computed"] == 1  # only the image whose blob was gone
+    assert summary.counts.computed == 1  # only the image whose blob was gone
     assert hashlib.sha256(blob_path(cache, sha).read_bytes()).hexdigest() == sha
     assert integrity(cache) == []
 
@@ -87,7 +87,7 @@ def test_a_damaged_blob_is_recomputed_and_rewritten_not_trusted(tmp_path, warm, 
     cache, records, sha = warm
     path = damage_blob(cache, sha, how)
     summary = run(tmp_path / "again", cache)  # must neither crash (report) nor fail nodes downstream
-    assert not any(summary["failures"].values()), summary["failures"]
+    assert not any(summary.failures.values()), summary.failures
     assert read_results(tmp_path / "again") == records
     assert hashlib.sha256(path.read_bytes()).hexdigest() == sha, "the damaged blob must be rewritten"
     report_copy = tmp_path / "again" / "images" / f"{sha}.png"

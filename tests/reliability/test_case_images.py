@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from umni.store.artifacts import MAX_CASE_PIXELS, check_image_file
+from umni.store.images import MAX_CASE_PIXELS, check_image_file
+from umni.store.runfolder import RunFolder
 from umni.util.errors import InputError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -105,11 +106,11 @@ def test_a_bad_case_image_is_an_input_failure_and_the_run_completes(tmp_path, pr
     args = ("run", protocol, "--cases", cases, "--model", "sim/umm", "--out", out, "--cache", cache, "--quiet")
     first = umni(*args)
     assert first.returncode == 0, first.stderr
-    summary = json.loads((out / "summary.json").read_text())
-    assert summary["failures"]["input"] >= 1 and summary["counts"]["computed"] > 0
+    summary = RunFolder(out).read_summary()
+    assert summary.failures["input"] >= 1 and summary.counts.computed > 0
     records = [json.loads(line) for line in (out / "results.jsonl").read_text().split("\n") if line]
     messages = [n["failure"]["message"] for r in records for n in r["nodes"].values() if n.get("failure", {}).get("kind") == "input"]
     assert messages and all(str(bad) in m for m in messages)
     resumed = umni(*args)  # resuming a run with a bad image works too
     assert resumed.returncode == 0, resumed.stderr
-    assert json.loads((out / "summary.json").read_text())["failures"] == summary["failures"]
+    assert json.loads((out / "summary.json").read_text())["failures"] == summary.failures

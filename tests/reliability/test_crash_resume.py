@@ -7,7 +7,6 @@ and finally lets the run finish. The results must be those of a run that was nev
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import signal
@@ -20,6 +19,7 @@ import pytest
 from reliability_support import read_results, run_db_case_ids, umni_run_command
 
 from umni.store.cache import Cache, RunStore
+from umni.store.runfolder import RunFolder
 
 LIMIT = 4
 CHAINS = 5
@@ -101,8 +101,8 @@ def test_sigkill_at_random_moments_then_resume_loses_and_duplicates_nothing(tmp_
         got = read_results(out)
         assert [r["case_id"] for r in got] == [r["case_id"] for r in want]  # none lost, none twice
         assert got == want
-        summary = json.loads((out / "summary.json").read_text())
-        assert summary["counts"]["cases"] == LIMIT and not any(summary["failures"].values())
+        summary = RunFolder(out).read_summary()
+        assert summary.counts.cases == LIMIT and not any(summary.failures.values())
     assert kills_that_landed >= CHAINS * KILLS_PER_CHAIN // 2, "most kills should interrupt a live run"
 
 

@@ -51,7 +51,7 @@ def alone(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
     tmp = tmp_path_factory.mktemp("alone")
     with OpenAIStubServer(responder=letter_by_hash) as server:
         result = run([server.base_url], tmp, "alone")
-    assert all(n == 0 for n in result.summary["failures"].values())
+    assert all(n == 0 for n in result.summary.failures.values())
     return read_results(tmp / "alone")
 
 
@@ -64,7 +64,7 @@ def test_a_fleet_with_two_broken_servers_gives_the_healthy_servers_results(
     ):
         urls = [refused_url(), overloaded.base_url, healthy.base_url]
         result = run(urls, tmp_path, "fleet", cool_off=60)
-        assert all(n == 0 for n in result.summary["failures"].values()), result.summary["failures"]
+        assert all(n == 0 for n in result.summary.failures.values()), result.summary.failures
         assert read_results(tmp_path / "fleet") == alone
         assert retries(tmp_path / "fleet") == 0  # every call failed over within its attempt
         assert healthy.count() == CASES * CALLS_PER_CASE
@@ -75,7 +75,7 @@ def test_a_fleet_with_two_broken_servers_gives_the_healthy_servers_results(
         before = healthy.count() + overloaded.count()
         again = run(urls, tmp_path, "tuned", cache="fleet-cache", per_endpoint=1, cool_off=5)
         assert healthy.count() + overloaded.count() == before
-        assert sum(again.summary["calls"].values()) == 0
+        assert sum(again.summary.calls.values()) == 0
         assert read_results(tmp_path / "tuned") == alone
 
 

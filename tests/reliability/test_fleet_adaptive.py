@@ -63,8 +63,8 @@ def test_a_throttling_server_is_slowed_and_the_results_do_not_change(tmp_path: P
         alone = run([plain.base_url], tmp_path, "plain")
     with OpenAIStubServer([Fault.rate_limit("0")] * 3, responder=letter_by_hash) as throttling:
         result = run([throttling.base_url], tmp_path, "adaptive", adaptive="true", per_endpoint=8)
-    assert result.summary["scores"] == alone.summary["scores"]  # the throttled calls were retried
-    assert alone.summary["counts"]["failed"] == result.summary["counts"]["failed"] == 0
+    assert result.summary.scores == alone.summary.scores  # the throttled calls were retried
+    assert alone.summary.counts.failed == result.summary.counts.failed == 0
     events = [json.loads(line) for line in (tmp_path / "adaptive" / "events.jsonl").read_text().splitlines()]
     slowed = [e for e in events if e["event"] == "server.slowed"]
     assert slowed and slowed[0]["limit"] == 4 and slowed[0]["reason"] == "HTTP 429"

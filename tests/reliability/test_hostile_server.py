@@ -160,8 +160,8 @@ def test_negative_usage_fails_the_node_and_never_reaches_the_totals(tmp_path):
                              model=f"openai/m?base_url={server.base_url}&timeout=5&roles=understand",
                              roles=["generate=sim/umm", "edit=sim/umm"], progress=False)  # fmt: skip
         summary = evaluate(request).summary
-    assert summary["failures"]["backend"] > 0 and summary["failures"]["internal"] == 0
-    for role_usage in summary["usage"].values():
+    assert summary.failures["backend"] > 0 and summary.failures["internal"] == 0
+    for role_usage in summary.usage.values():
         assert all(v is None or v >= 0 for v in role_usage.values()), role_usage
     messages = {n["failure"]["message"] for line in (tmp_path / "run/results.jsonl").read_text().split("\n") if line
                 for n in json.loads(line)["nodes"].values() if "failure" in n}  # fmt: skip

@@ -45,7 +45,7 @@ def baseline(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
     with OpenAIStubServer(responder=letter_by_hash) as server:
         result = run_against(server, tmp, "clean")
         assert server.count() == CASES * sum(CALLS_PER_CASE.values())
-    assert all(n == 0 for n in result.summary["failures"].values())
+    assert all(n == 0 for n in result.summary.failures.values())
     return read_results(tmp / "clean")
 
 
@@ -76,8 +76,8 @@ def test_transient_faults_are_retried_and_leave_results_unchanged(tmp_path, base
 
     assert read_results(tmp_path / "faulty") == baseline
     summary = result.summary
-    assert all(n == 0 for n in summary["failures"].values()), summary["failures"]
-    assert sum(summary["calls"].values()) == CASES * sum(CALLS_PER_CASE.values()) + faults
+    assert all(n == 0 for n in summary.failures.values()), summary.failures
+    assert sum(summary.calls.values()) == CASES * sum(CALLS_PER_CASE.values()) + faults
     assert len(retry_events(tmp_path / "faulty")) == faults
     # The first request got the 429 with Retry-After: 0.4, so its retry came no sooner.
     assert arrivals[1] - arrivals[0] >= 0.35
@@ -126,9 +126,9 @@ def test_permanent_error_is_not_retried_and_is_counted(tmp_path, baseline, path,
     assert node["failure"]["kind"] == "backend" and node["failure"]["attempts"] == 1
     assert "HTTP 400" in node["failure"]["message"]
     assert sum(n["status"] == "blocked" for n in record["nodes"].values()) == blocked
-    assert result.summary["failures"]["backend"] == 1
-    assert result.summary["failures"]["blocked"] == blocked
-    assert result.summary["counts"]["failed"] == 1
+    assert result.summary.failures["backend"] == 1
+    assert result.summary.failures["blocked"] == blocked
+    assert result.summary.counts.failed == 1
 
     # Every case the fault did not touch is exactly the fault-free record.
     hit = records.index(record)
@@ -140,8 +140,8 @@ def test_permanent_error_is_not_retried_and_is_counted(tmp_path, baseline, path,
         assert answer["correct"] is None and answer["failure"] == "backend"  # missing, not wrong
         others = {k: v for k, v in record["questions"].items() if k != question}
         assert others == {k: v for k, v in baseline[hit]["questions"].items() if k != question}
-        assert result.summary["scores"]["failed"][question] == 1
-        assert result.summary["scores"]["answered"][question] == CASES - 1
+        assert result.summary.scores["failed"][question] == 1
+        assert result.summary.scores["answered"][question] == CASES - 1
 
 
 def test_a_server_that_never_recovers_costs_at_most_max_attempts(tmp_path):
@@ -153,7 +153,7 @@ def test_a_server_that_never_recovers_costs_at_most_max_attempts(tmp_path):
         assert server.count() == 3
     node = read_results(tmp_path / "down")[0]["nodes"]["generation/image"]
     assert node["failure"]["kind"] == "backend" and node["failure"]["attempts"] == 3
-    assert result.summary["failures"]["blocked"] == 11
+    assert result.summary.failures["blocked"] == 11
     assert elapsed < 5
 
 
@@ -168,7 +168,7 @@ def test_a_stalling_server_cannot_stall_the_run(tmp_path):
     node = read_results(tmp_path / "stall")[0]["nodes"]["generation/image"]
     assert node["failure"]["kind"] == "backend" and "timeout" in node["failure"]["message"]
     assert 2 <= attempts == node["failure"]["attempts"] <= 6
-    assert result.summary["counts"]["failed"] == 1
+    assert result.summary.counts.failed == 1
     assert elapsed < 6
 
 

@@ -44,8 +44,8 @@ def test_a_judge_off_format_is_a_parse_failure_not_a_score(tmp_path):
     result = run_protocol(DrawAndJudge(), tiny_cases(tmp_path, ["a red square"] * 2), tmp_path / "run",
                           Bindings({"generate": model, "judge": model}), retry=FAST_RETRY)  # fmt: skip
     summary = result.summary
-    assert summary["failures"]["parse"] == 2
-    assert summary["scores"] | {"mean": None, "judged": 0, "unjudged": 2} == summary["scores"]
+    assert summary.failures["parse"] == 2
+    assert summary.scores.root | {"mean": None, "judged": 0, "unjudged": 2} == summary.scores.root
     # 1 ask + parse_retries re-asks per case; both cases send the same prompt, so the second
     # shares the first one's work and costs nothing.
     assert model.calls["respond"] == 1 + FAST_RETRY.parse_retries
@@ -60,9 +60,9 @@ def test_a_judge_that_finds_the_format_on_a_re_ask_is_scored(tmp_path):
     model = ScriptedModel(judge=["Hmm, nice.", "Score: 1"])
     result = run_protocol(DrawAndJudge(), tiny_cases(tmp_path, ["a red square"]), tmp_path / "run",
                           Bindings({"generate": model, "judge": model}), retry=FAST_RETRY)  # fmt: skip
-    scores = result.summary["scores"]
+    scores = result.summary.scores.root
     assert scores | {"mean": 1, "judged": 1, "unjudged": 0} == scores
-    assert not any(result.summary["failures"].values())
+    assert not any(result.summary.failures.values())
     assert model.calls["respond"] == 2
 
 
@@ -79,9 +79,9 @@ def test_an_answer_naming_no_option_is_invalid_not_wrong(tmp_path, reply, why):
     roles = {"generate": model, "edit": model, "understand": model}
     result = run_protocol(UMNIBENCH, umnibench_cases(tmp_path), tmp_path / "run", Bindings(roles), retry=FAST_RETRY)
     summary = result.summary
-    assert summary["failures"]["invalid"] == 9 * UMNI_CASES, why
-    assert summary["scores"]["overall"] is None  # nothing answered: no score, rather than 0
-    assert all(v == UMNI_CASES for v in summary["scores"]["failed"].values())
+    assert summary.failures["invalid"] == 9 * UMNI_CASES, why
+    assert summary.scores["overall"] is None  # nothing answered: no score, rather than 0
+    assert all(v == UMNI_CASES for v in summary.scores["failed"].values())
     for record in read_results(tmp_path / "run"):
         for question in record["questions"].values():
             assert question["correct"] is None and question["failure"] == "invalid"
@@ -93,10 +93,10 @@ def test_an_empty_or_one_pixel_image_is_degenerate(tmp_path, size):
     roles = {"generate": model, "edit": model, "understand": model}
     result = run_protocol(UMNIBENCH, umnibench_cases(tmp_path), tmp_path / "run", Bindings(roles), retry=FAST_RETRY)
     summary = result.summary
-    assert summary["failures"]["degenerate"] == UMNI_CASES
-    assert summary["failures"]["blocked"] == 11 * UMNI_CASES  # nothing was asked about a missing picture
+    assert summary.failures["degenerate"] == UMNI_CASES
+    assert summary.failures["blocked"] == 11 * UMNI_CASES  # nothing was asked about a missing picture
     assert model.calls["choose"] == 0 and model.calls["edit"] == 0
-    assert summary["scores"]["overall"] is None
+    assert summary.scores["overall"] is None
     record = read_results(tmp_path / "run")[0]
     assert record["nodes"]["generation/image"]["failure"]["kind"] == "degenerate"
     assert record["stages"]["generation"]["image"] is None
@@ -106,7 +106,7 @@ def test_a_generator_returning_nothing_is_degenerate(tmp_path):
     model = ScriptedModel(image=lambda: None)
     result = run_protocol(DrawAndJudge(), tiny_cases(tmp_path, ["a red square"]), tmp_path / "run",
                           Bindings({"generate": model, "judge": model}), retry=FAST_RETRY)  # fmt: skip
-    assert result.summary["failures"]["degenerate"] == 1 and result.summary["failures"]["blocked"] == 1
+    assert result.summary.failures["degenerate"] == 1 and result.summary.failures["blocked"] == 1
     assert model.calls["respond"] == 0
 
 
@@ -123,11 +123,11 @@ def test_over_http_a_1x1_picture_and_an_unknown_letter_are_counted(tmp_path):
         request = RunRequest(protocol="umnibench", out=tmp_path / "letters", cache=tmp_path / "c1", limit=1,
                              model=openai_spec(server), retry=FAST_RETRY, progress=False)  # fmt: skip
         letters = evaluate(request).summary
-    assert letters["failures"]["invalid"] == 9 and letters["scores"]["overall"] is None
+    assert letters.failures["invalid"] == 9 and letters.scores.overall is None
 
     with OnePixelStub(responder=letter_by_hash) as server:
         request = RunRequest(protocol="umnibench", out=tmp_path / "tiny", cache=tmp_path / "c2", limit=1,
                              model=openai_spec(server), retry=FAST_RETRY, progress=False)  # fmt: skip
         tiny = evaluate(request).summary
         assert server.count("/images/generations") == 1  # degenerate output is not retried
-    assert tiny["failures"]["degenerate"] == 1 and tiny["failures"]["blocked"] == 11
+    assert tiny.failures["degenerate"] == 1 and tiny.failures["blocked"] == 11

@@ -46,9 +46,9 @@ def test_a_changed_cache_row_is_a_miss_and_is_replaced(tmp_path):
     damaged.close()
 
     again = _run(tmp_path / "again", cache)
-    assert again["scores"] == reference["scores"]
+    assert again.scores == reference.scores
     assert read_results(tmp_path / "again") == read_results(tmp_path / "reference")
-    assert again["counts"]["computed"] > 0  # the damaged rows were computed again ...
+    assert again.counts.computed > 0  # the damaged rows were computed again ...
     healed = Cache(cache)
     assert healed.integrity_errors() == []  # ... and replaced
     healed.close()

@@ -39,7 +39,7 @@ def test_a_key_echoed_at_the_cut_of_an_error_message_is_masked_whole(tmp_path, m
     with HostileServer(plain_error(401, body)) as server:
         summary = _run(tmp_path, f"openai/stub-umm?base_url={server.base_url}&timeout=5&roles=understand",
                        roles=["generate=sim/umm", "edit=sim/umm"], limit=1)  # fmt: skip
-    assert summary["failures"]["backend"] > 0
+    assert summary.failures["backend"] > 0
     assert files_containing(_written(tmp_path), KEY[:-1].encode()) == []
     assert files_containing(_written(tmp_path), KEY[-20:-1].encode()) == []
 
@@ -52,7 +52,7 @@ def test_a_key_echoed_in_a_successful_reply_is_not_stored(tmp_path, monkeypatch)
 
     with OpenAIStubServer(responder=leaky, api_key=KEY) as server:
         summary = _run(tmp_path, f"openai/stub-umm?base_url={server.base_url}&timeout=5")
-    assert summary["counts"]["computed"] > 0
+    assert summary.counts.computed > 0
     assert "my key is ***" in (tmp_path / "run" / "results.jsonl").read_text()  # the reply kept, the key masked
     assert files_containing(_written(tmp_path), KEY.encode()) == []
 
@@ -62,7 +62,7 @@ def test_the_configured_key_is_sent_as_a_bearer_token_on_every_request(tmp_path,
     with OpenAIStubServer(responder=letter_by_hash, api_key=KEY) as server:
         summary = _run(tmp_path, f"openai/stub-umm?base_url={server.base_url}&timeout=5")
         sent = {r.authorization for r in server.requests}
-    assert summary["counts"]["computed"] > 0 and summary["counts"]["failed"] == 0
+    assert summary.counts.computed > 0 and summary.counts.failed == 0
     assert sent == {f"Bearer {KEY}"}
 
 

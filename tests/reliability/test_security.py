@@ -155,7 +155,7 @@ def test_the_api_key_is_used_but_never_written(tmp_path, monkeypatch):
                              model=openai_spec(server), progress=False)  # fmt: skip
         summary = evaluate(request).summary
         assert {r.authorization for r in server.requests} == {f"Bearer {SECRET}"}  # the key was sent
-    assert summary["counts"]["computed"] > 0 and summary["failures"]["backend"] == 1
+    assert summary.counts.computed > 0 and summary.failures["backend"] == 1
     failures = [n["failure"] for r in read_results(tmp_path / "run") for n in r["nodes"].values() if "failure" in n]
     assert len(failures) == 1 and "Incorrect API key provided: ***" in failures[0]["message"]  # redacted
     written = [tmp_path / "run", tmp_path / "cache"]

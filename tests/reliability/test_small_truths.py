@@ -14,12 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from umni.protocols.caseio import confined_path, jsonl_lines
+from umni.protocols.caseio import confined_path
 from umni.reporting.agreement import run_judgements
 from umni.run.evaluation import RunRequest, evaluate
 from umni.run.rejudge import rejudge
 from umni.store.completion import MARKER
 from umni.util.errors import InputError, InputErrors, StorageError
+from umni.util.jsonfiles import jsonl_lines
 from umni_graphs.girbench.dataset import load_visual_logic_cases
 
 REPO = Path(__file__).resolve().parents[2]

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from reliability_support import read_results, umni_run_command
 
+from umni.store.runfolder import RunFolder
 from umni.util.errors import StorageError
 from umni.util.storage import storage_error
 
@@ -81,8 +82,8 @@ def test_a_full_disk_stops_the_run_and_resume_gives_the_uninterrupted_result(tmp
     resumed = _run(out, cache)
     assert resumed.returncode == 0, resumed.stderr
     assert read_results(out) == read_results(tmp_path / "reference")
-    summary = json.loads((out / "summary.json").read_text())
-    assert summary["counts"]["failed"] == 0 and summary["counts"]["blocked"] == 0
+    summary = RunFolder(out).read_summary()
+    assert summary.counts.failed == 0 and summary.counts.blocked == 0
 
 
 def test_a_read_only_cache_stops_the_run_with_one_line(tmp_path, small_disk):

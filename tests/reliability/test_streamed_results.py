@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from umni.protocols.caseio import CompactCases, each_result, pick, read_jsonl
+from umni.protocols.caseio import CompactCases, pick, read_jsonl
 from umni.reporting.report import _whole_lines
 from umni.run.evaluation import RunRequest, evaluate
-from umni.store.artifacts import atomic_write_lines
+from umni.store.atomic import atomic_write_lines
+from umni.store.runfolder import each_record
 from umni.util.errors import InputError
 from umni.util.secrets import register_secret
 from umni_cases import bundled
@@ -84,20 +85,20 @@ def test_a_run_makes_each_case_only_while_it_needs_it(tmp_path: Path, monkeypatc
     monkeypatch.setattr(PROTOCOL, "record", record)
     result = evaluate(RunRequest(protocol="umnibench", cases=write_cases(tmp_path / "cases.jsonl", 200), out=tmp_path / "run",
                                  cache=tmp_path / "cache", model="sim/umm", progress=False))
-    assert result.summary["counts"]["cases"] == 200 and result.summary["counts"]["failed"] == 0
+    assert result.summary.counts.cases == 200 and result.summary.counts.failed == 0
     assert alive and max(alive) <= 64 + 2, alive
 
 
 def test_results_are_read_one_line_at_a_time_with_the_same_errors(tmp_path: Path) -> None:
     path = tmp_path / "results.jsonl"
     path.write_bytes(b'{"case_id":"a"}\r\n\n{"case_id":"b\xe2\x80\xa8c"}\n')
-    assert [r["case_id"] for r in each_result(path)] == ["a", "b\u2028c"]  # U+2028 is no line break
+    assert [r["case_id"] for r in each_record(path)] == ["a", "b\u2028c"]  # U+2028 is no line break
     path.write_bytes(b'{"case_id":"a"}\n{"case_id": \xff}\n')
     with pytest.raises(InputError, match=r"not UTF-8 text \(invalid start byte at byte 28\)"):
-        list(each_result(path))
+        list(each_record(path))
     path.write_bytes(b'{"case_id":"a"}\n{"case_id": }\n')
     with pytest.raises(InputError, match=r"results.jsonl:2: invalid JSON"):
-        list(each_result(path))
+        list(each_record(path))
 
 
 def test_the_report_is_written_in_whole_lines_so_scrubbing_sees_each_credential_whole(tmp_path: Path) -> None:
@@ -111,6 +112,6 @@ def test_an_unreadable_results_file_is_named(tmp_path: Path) -> None:
     folder = tmp_path / "results.jsonl"
     folder.mkdir()  # a folder where the file should be
     with pytest.raises(InputError, match="results.jsonl: cannot read the file"):
-        list(each_result(folder))
+        list(each_record(folder))
     with pytest.raises(InputError, match="file not found"):
-        list(each_result(tmp_path / "absent.jsonl"))
+        list(each_record(tmp_path / "absent.jsonl"))

@@ -110,7 +110,7 @@ def test_a_typed_and_a_dict_protocol_write_the_same_summary(tmp_path: Path) -> N
         out = tmp_path / type(protocol).__name__
         result = run_protocol(protocol, cases, out, Bindings({"generate": model, "judge": model}))
         on_disk = json.loads((out / "summary.json").read_text())
-        assert on_disk["scores"] == result.summary["scores"]
+        assert on_disk["scores"] == result.summary.scores.root
         written[type(protocol).__name__] = json.dumps(on_disk["scores"])
     # the dict path (an older plugin) and the model path give the same bytes, the judge named after
     assert written["DrawAndJudge"] == written["TypedDrawAndJudge"]

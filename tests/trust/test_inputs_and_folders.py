@@ -14,7 +14,7 @@ from PIL import Image
 
 from umni.cli import main
 from umni.protocols.caseio import file_problem, shown_missing
-from umni.store.artifacts import check_image_file, load_case_image
+from umni.store.images import check_image_file, load_case_image
 from umni.util.errors import InputError
 from umni.util.filehash import file_sha256
 

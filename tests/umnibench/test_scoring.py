@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from umni.reporting.intervals import bootstrap_intervals
 from umni.reporting.runset import Run
+from umni.store.runfolder import RunFolder
 from umni_graphs.umnibench.cases import STAGE_QUESTIONS
 from umni_graphs.umnibench.protocol import PROTOCOL
 from umni_graphs.umnibench.scoring import SCORED_STAGES, case_tallies
@@ -128,7 +129,7 @@ def _write_run(path, records, ability):
     with (path / "results.jsonl").open("w") as out:
         for i, r in enumerate(records):
             out.write(json.dumps({"case_id": f"c{i}", **r}) + "\n")
-    return Run(json.loads((path / "summary.json").read_text()), path)
+    return Run(RunFolder(path).read_summary(), path)
 
 
 @pytest.mark.parametrize("ability", ["full", "editing"])

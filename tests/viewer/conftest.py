@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from umni.store.artifacts import atomic_write_text, canonical_json
+from umni.store.atomic import atomic_write_text
+from umni.store.hashing import canonical_json
+from umni.store.runfolder import RunFolder
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -72,10 +74,10 @@ def synthesise_thousand(source: Path, out: Path, n: int = 1000) -> dict:
             record["nodes"]["generation/Q1"] = {"status": "failed", "failure": {"kind": "parse", "message": f"no option letter in reply {i}", "attempts": 2, "raw": f"I think maybe the answer is purple {i}"}}
         made.append(record)
     atomic_write_text(out / "results.jsonl", "".join(canonical_json(r) + "\n" for r in made))
-    summary = json.loads((source / "summary.json").read_text())
-    summary["counts"] = summary["counts"] | {"cases": n, "nodes": 12 * n}
-    summary["failures"] = summary["failures"] | {"parse": failed}
-    summary["run_dir"] = str(out)
-    atomic_write_text(out / "summary.json", json.dumps(summary, indent=2))
-    atomic_write_text(out / "run.json", (source / "run.json").read_text())
+    summary = RunFolder(source).read_summary()
+    summary.counts = summary.counts.model_copy(update={"cases": n, "nodes": 12 * n})
+    summary.failures = summary.failures | {"parse": failed}
+    summary.run_dir = str(out)
+    RunFolder(out).write_summary(summary)
+    RunFolder(out).write_manifest(RunFolder(source).read_manifest())
     return {"failed": failed, "n": n}

@@ -13,6 +13,7 @@ from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 
 from umni.reporting.viewer import ViewerData  # noqa: E402
+from umni.store.runfolder import RunFolder
 
 from .conftest import shots, synthesise_thousand  # noqa: E402
 
@@ -238,7 +239,7 @@ def test_a_twenty_thousand_case_run_opens_at_once_in_bounded_memory(demo_runs, b
     # this test measures: at 300 it is minutes on 20k cases, paid once when a run finishes)
     monkeypatch.setattr(intervals, "BOOTSTRAP_RESAMPLES", 30)
     began = time.monotonic()
-    write_viewer_files(big, get_protocol("umnibench"), json.loads((big / "summary.json").read_text()))
+    write_viewer_files(big, get_protocol("umnibench"), RunFolder(big).read_summary())
     finish_s = time.monotonic() - began
 
     began = time.monotonic()

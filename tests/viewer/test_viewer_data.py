@@ -10,6 +10,7 @@ from PIL import Image
 
 from umni.reporting.viewer import ViewerData, case_status
 from umni.run.evaluation import RunRequest, evaluate
+from umni.store.runfolder import TABLES_JSON, RunFolder
 
 
 def get(url):
@@ -22,7 +23,7 @@ def test_records_carry_a_transcript_that_does_not_change_cache_keys(tmp_path):
                                 options={"reflection_rounds": "1"}, progress=False))
     again = evaluate(RunRequest(protocol="genius", out=tmp_path / "b", model="sim/umm", cache=tmp_path / "c", limit=1,
                                 options={"reflection_rounds": "1"}, progress=False))
-    assert first.summary["counts"]["computed"] > 0 and again.summary["counts"]["computed"] == 0  # every node a cache hit
+    assert first.summary.counts.computed > 0 and again.summary.counts.computed == 0  # every node a cache hit
     a = json.loads((tmp_path / "a" / "results.jsonl").read_text().splitlines()[0])
     b = json.loads((tmp_path / "b" / "results.jsonl").read_text().splitlines()[0])
     assert a["transcript"] == b["transcript"]
@@ -110,7 +111,7 @@ def test_a_run_still_being_written_is_left_out_and_named(demo_runs, tmp_path, ca
     shutil.copytree(demo_runs / "aegis-4", folder / "writing")
     (folder / "writing" / MARKER).write_text("being written")
     data = ViewerData([folder])
-    assert [r.run.summary["protocol"] for r in data.runs] == ["wise"]
+    assert [r.run.summary.protocol for r in data.runs] == ["wise"]
     assert data.index()["skipped"] == [str(folder / "writing")]
     listing = format_runs(find_run_dirs([folder]))
     assert "(incomplete)" in next(line for line in listing.splitlines() if line.endswith("writing"))
@@ -256,12 +257,12 @@ def test_a_malformed_run_id_answers_404(demo_runs, serve, run_id):
 
 def test_runs_carry_stored_tables_and_a_case_index_read_by_the_viewer(demo_runs):
     from umni.reporting.caseindex import INDEX_FILE, SEARCH_FILE
-    from umni.reporting.leaderboard import TABLES_FILE, find_runs
+    from umni.reporting.leaderboard import find_runs
 
     run_dir = demo_runs / "umnibench-0"
-    for name in (TABLES_FILE, INDEX_FILE, SEARCH_FILE):
+    for name in (TABLES_JSON, INDEX_FILE, SEARCH_FILE):
         assert (run_dir / name).exists(), name
-    stored = json.loads((run_dir / TABLES_FILE).read_text())
+    stored = json.loads((run_dir / TABLES_JSON).read_text())
     low, high = stored["intervals"]["overall"]
     assert low <= json.loads((run_dir / "summary.json").read_text())["scores"]["overall"] <= high
     run = find_runs([run_dir])[0]
@@ -339,16 +340,16 @@ def test_viewer_files_that_cannot_be_made_never_leave_a_run_unfinished(demo_runs
 
     from umni.protocols.protocol import get_protocol
     from umni.reporting.caseindex import INDEX_FILE, write_viewer_files
-    from umni.reporting.leaderboard import TABLES_FILE
 
     run_dir = tmp_path / "wise-5"
     shutil.copytree(demo_runs / "wise-5", run_dir)
     (run_dir / INDEX_FILE).unlink()
-    (run_dir / TABLES_FILE).unlink()
-    summary = json.loads((run_dir / "summary.json").read_text())
-    write_viewer_files(run_dir, get_protocol("wise"), summary | {"scores": "a summary of a shape no table reads"})
+    (run_dir / TABLES_JSON).unlink()
+    summary = RunFolder(run_dir).read_summary()
+    # a summary no table reads (one the types would refuse on reading; model_copy does not check)
+    write_viewer_files(run_dir, get_protocol("wise"), summary.model_copy(update={"scores": "a summary of a shape no table reads"}))
     assert "viewer files left out (AttributeError" in capsys.readouterr().err
-    assert not (run_dir / TABLES_FILE).exists() and (run_dir / INDEX_FILE).exists()  # the other file is still written
+    assert not (run_dir / TABLES_JSON).exists() and (run_dir / INDEX_FILE).exists()  # the other file is still written
     lines = (run_dir / "results.jsonl").read_text().splitlines()
     assert len(ViewerData([run_dir]).cases) == len(lines)
 

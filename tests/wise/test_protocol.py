@@ -225,9 +225,9 @@ def test_sim_run_completes_on_bundled_cases(tmp_path, scoring):
         )
     )
     summary = result.summary
-    scores = summary["scores"]
+    scores = summary.scores
     ids = BUNDLED_VERIFIED_IDS if scoring == "verified" else BUNDLED_LEGACY_IDS
-    assert summary["counts"]["cases"] == 18 and summary["counts"]["failed"] == 0
+    assert summary.counts.cases == 18 and summary.counts.failed == 0
     assert scores["set"] == scoring and scores["scoring"] == scoring and scores["rewrite"] is False
     assert scores["metric"] == ("accuracy" if scoring == "verified" else "wiscore")
     assert scores["scored"] == 18 and scores["failed"] == 0 and scores["failures"] == {}
@@ -274,7 +274,7 @@ def test_verified_run_with_scripted_judge_counts_failures_apart(tmp_path):
     broken = prompts[523]["Prompt"]
     backend = ScriptedWise({prompts[i]["Prompt"]: text for i, text in reply.items()}, fail_generate=[broken])
     summary, records = run_scripted(tmp_path, backend)
-    scores = summary["scores"]
+    scores = summary.scores
     by_id = {r["prompt_id"]: r for r in records}
 
     # Generation never saw an explanation; the judge of the undrawn prompt was never called.
@@ -303,14 +303,14 @@ def test_verified_run_with_scripted_judge_counts_failures_apart(tmp_path):
     assert scores["failures_by_category"] == {"time/parse": 1, "space/missing_image": 1, "biology/invalid": 1}
     assert (scores["scored_by_category"]["space"], scores["failed_by_category"]["space"]) == (2, 1)
     assert (
-        summary["failures"]["parse"] == 1
-        and summary["failures"]["invalid"] == 1
-        and summary["failures"]["backend"] == 1
+        summary.failures["parse"] == 1
+        and summary.failures["invalid"] == 1
+        and summary.failures["backend"] == 1
     )
 
-    titles = [t for t, _, _ in PROTOCOL.tables(summary)]
+    titles = [t for t, _, _ in PROTOCOL.tables(summary.to_json())]
     assert titles[1] == "Failures by kind (counted apart from scores)"
-    failure_rows = {row[0]: row[1:] for row in PROTOCOL.tables(summary)[1][2]}
+    failure_rows = {row[0]: row[1:] for row in PROTOCOL.tables(summary.to_json())[1][2]}
     assert failure_rows["parse"] == [0, 1, 0, 0, 0, 0, 1]
     views = PROTOCOL.views(by_id[402])
     assert views[0].image == by_id[402]["image"] and views[1].title == "Judge · parse failure"
@@ -328,7 +328,7 @@ def test_legacy_run_with_scripted_judge_matches_hand_computed_wiscore(tmp_path):
     reply[401] = "Consistency: 2"  # marks missing: parse failure
     backend = ScriptedWise({prompts[i]["Prompt"]: text for i, text in reply.items()})
     summary, records = run_scripted(tmp_path, backend, scoring="legacy")
-    scores = summary["scores"]
+    scores = summary.scores
     # (0.7 + 0.2 + 0.1) / 2 in the official floating-point order
     assert {r["prompt_id"]: r["score"] for r in records}[1] == 0.49999999999999994
     # culture (0.5 + 1.0 + 0.8)/3; the rest 0.8 (time over its two readable replies).
@@ -340,7 +340,7 @@ def test_legacy_run_with_scripted_judge_matches_hand_computed_wiscore(tmp_path):
     # Mean marks of culture: C (1 + 2 + 2)/3, R (1 + 2 + 1)/3, A (1 + 2 + 0)/3.
     marks = {key: scores[key]["culture"] for key in ("consistency", "realism", "aesthetic_quality")}
     assert marks == {"consistency": 1.6667, "realism": 1.3333, "aesthetic_quality": 1.0}
-    assert [row[0] for row in PROTOCOL.tables(summary)[2][2]] == ["Consistency", "Realism", "Aesthetic Quality"]
+    assert [row[0] for row in PROTOCOL.tables(summary.to_json())[2][2]] == ["Consistency", "Realism", "Aesthetic Quality"]
 
 
 # --------------------------------------------------------------------------------------- summary only

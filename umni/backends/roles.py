@@ -153,7 +153,7 @@ class ImageReply:
     image: Image.Image
     usage: Usage = field(default_factory=Usage)
     notes: tuple[str, ...] = ()
-    #: The image already in umni's stored encoding (``umni.artifacts.encode_png``), when the backend
+    #: The image already in umni's stored encoding (``umni.store.images.encode_png``), when the backend
     #: has it (a replica in another process sends these bytes): stored as they are, with ``image``
     #: only opened lazily for its size, so the image is not decoded and re-encoded on the way.
     png: bytes | None = None

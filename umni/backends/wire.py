@@ -5,7 +5,7 @@ image object has; PNG bytes are a stable, versionless encoding. Call arguments (
 inside prompts) and replies (generated images) are walked, and every image is swapped for a
 `WireImage` on the way out and back for an image on the way in. Images go with their mode, size and
 text ``info`` entries (the sim backend, for one, reads its scene from ``info``). An image a
-generate/edit call returns is encoded exactly as the store encodes it (`umni.artifacts.encode_png`)
+generate/edit call returns is encoded exactly as the store encodes it (`umni.store.images.encode_png`)
 and the driver's `ImageReply` keeps those bytes, so they are stored as they are.
 """
 
@@ -19,7 +19,7 @@ from typing import Any
 from PIL import Image, PngImagePlugin
 
 from umni.backends.roles import ImageReply
-from umni.store.artifacts import encode_png
+from umni.store.images import encode_png
 
 #: Modes PNG stores as they are; an image in another mode crosses as its raw pixel buffer.
 _PNG_MODES = frozenset({"1", "L", "LA", "I", "I;16", "P", "RGB", "RGBA"})

@@ -7,14 +7,17 @@ import json
 import shlex
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from umni.cli.parser import EXIT_FAILURES, EXIT_OK, invoked_as
 from umni.util.errors import InputError
 
+if TYPE_CHECKING:
+    from umni.store.runfolder import Summary
+
 
 def _default_out(request: Any, protocol: Any, options: Any, case_set: Any, bindings: Any) -> Path:
-    from umni.store.artifacts import fingerprint
+    from umni.store.hashing import fingerprint
 
     tag = fingerprint([protocol.name, str(case_set.path.resolve()), bindings.identities(), options.model_dump(mode="json"), request.seed])
     return Path("runs") / f"{protocol.name}-{tag[:10]}"
@@ -67,36 +70,35 @@ def cmd_run(args: argparse.Namespace) -> int:
             _warn_preflight(problem)
     result = evaluate(request, prepared)
     summary = result.summary
-    counts = summary["counts"]
-    failed = {k: v for k, v in summary["failures"].items() if v}
+    counts = summary.counts
+    failed = {k: v for k, v in summary.failures.items() if v}
     print(
-        f"{summary['title']}: {counts['cases']} cases, {counts['nodes']} nodes "
-        f"({counts['computed']} computed, {counts['cached']} cached, {counts['failed']} failed, {counts['blocked']} blocked)"
+        f"{summary.title}: {counts.cases} cases, {counts.nodes} nodes "
+        f"({counts.computed} computed, {counts.cached} cached, {counts.failed} failed, {counts.blocked} blocked)"
     )
     if failed:
         print("failures (counted apart from scores): " + ", ".join(f"{k} {v}" for k, v in failed.items()))
-    if counts["skipped_cases"]:
-        print(f"skipped cases: {counts['skipped_cases']} (reasons in summary.json)")
-    if summary.get("extended"):
-        print(summary["extended"])
-    scores = summary["scores"]
-    if "overall" in scores:
+    if counts.skipped_cases:
+        print(f"skipped cases: {counts.skipped_cases} (reasons in summary.json)")
+    if summary.extended:
+        print(summary.extended)
+    if "overall" in summary.scores:
         from umni.reporting.format import format_cell
         from umni.reporting.leaderboard import run_coverage
 
         cell, _ = run_coverage(summary)
         mark = "*  (* computed on incomplete coverage)" if cell.incomplete else ""
-        print(f"overall: {format_cell(scores['overall'])} ({cell.answered}/{cell.total} nodes answered){mark}")
+        print(f"overall: {format_cell(summary.scores['overall'])} ({cell.answered}/{cell.total} nodes answered){mark}")
     from umni.reporting.leaderboard import coverage_line
 
     print(coverage_line(summary))
-    print(f"summary: {result.out / 'summary.json'}")
+    print(f"summary: {result.folder.summary_json}")
     print(f"report:  {result.report}")
     print(f"browse:  {invoked_as()} view {shlex.quote(str(result.out))}")
     return _failure_exit(summary, request.fail_on_error)
 
 
-def _failure_exit(summary: dict[str, Any], threshold: float | None) -> int:
+def _failure_exit(summary: Summary, threshold: float | None) -> int:
     """EXIT_FAILURES when the share of failed or blocked nodes exceeds `threshold` (None: never)."""
     from umni.reporting.leaderboard import failure_share
 
@@ -112,11 +114,11 @@ def _failure_exit(summary: dict[str, Any], threshold: float | None) -> int:
     return EXIT_OK
 
 
-def _print_run(summary: dict[str, Any], out: Path) -> None:
+def _print_run(summary: Summary, out: Path) -> None:
     from umni.reporting.leaderboard import coverage_line
 
-    counts = summary["counts"]
-    print(f"  {out}: {counts['cases']} cases, {counts['computed']} computed, {counts['cached']} cached, calls {summary['calls']}")
+    counts = summary.counts
+    print(f"  {out}: {counts.cases} cases, {counts.computed} computed, {counts.cached} cached, calls {summary.calls}")
     print(f"    {coverage_line(summary)}")
 
 
@@ -216,7 +218,8 @@ def cmd_rejudge(args: argparse.Namespace) -> int:
         raise InputError(f"rejudge rebinds the judge only (--role judge=SPEC), got role '{role}'")
     result = rejudge(args.run, str(spec), args.out, concurrency=args.concurrency)
     _print_run(result.summary, result.out)
-    print(f"judges: {result.summary['lineage']['judges']}")
+    assert result.summary.lineage is not None  # a re-judged run names where it came from
+    print(f"judges: {result.summary.lineage.judges.model_dump()}")
     print(f"report: {result.report}")
     return EXIT_OK
 

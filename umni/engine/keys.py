@@ -18,7 +18,7 @@ from typing import Any
 
 from umni.backends.contract import Backend
 from umni.graph.graph import Node
-from umni.store.artifacts import canonical_json
+from umni.store.hashing import canonical_json
 
 #: Bump when the meaning of stored outputs changes, to retire every old cache entry at once.
 KEY_SCHEMA = 2

@@ -14,6 +14,7 @@ from typing import Any
 
 from umni.graph.graph import Graph, ImageFile, Ref
 from umni.graph.outcomes import Outcome
+from umni.store.runfolder import TranscriptEntry, TranscriptPart, TranscriptReply
 
 #: Longest text kept per prompt part or reply; the rest is cut and says so.
 MAX_TEXT = 20_000
@@ -25,14 +26,14 @@ def _clip(text: str, limit: int = MAX_TEXT) -> str:
     return text if len(text) <= limit else text[:limit] + f"… [{len(text) - limit} more characters]"
 
 
-def _part(item: Any, outcomes: dict[str, Outcome]) -> dict[str, Any]:
+def _part(item: object, outcomes: dict[str, Outcome]) -> TranscriptPart:
     if isinstance(item, str):
         return {"text": _clip(item)}
     if isinstance(item, ImageFile):
         return {"file": str(item.path)}
     if isinstance(item, Ref):
         outcome = outcomes.get(item.node)
-        part: dict[str, Any] = {"ref": item.node}
+        part: TranscriptPart = {"ref": item.node}
         if outcome is not None and outcome.image is not None:
             part["image"] = outcome.image.sha256
         elif outcome is not None and outcome.ok:
@@ -50,9 +51,9 @@ def _value_text(value: Any) -> str:
         return _clip(repr(value), MAX_VALUE)
 
 
-def _reply(outcome: Outcome) -> dict[str, Any]:
+def _reply(outcome: Outcome) -> TranscriptReply:
     out = outcome.output or {}
-    reply: dict[str, Any] = {}
+    reply: TranscriptReply = {}
     if "image" in out and outcome.image is not None:
         reply["image"] = outcome.image.sha256
     if "text" in out and out["text"] is not None:
@@ -66,12 +67,12 @@ def _reply(outcome: Outcome) -> dict[str, Any]:
     return reply
 
 
-def case_transcript(graph: Graph, outcomes: dict[str, Outcome]) -> list[dict[str, Any]]:
+def case_transcript(graph: Graph, outcomes: dict[str, Outcome]) -> list[TranscriptEntry]:
     """One entry per node, in the graph's order: kind, role, prompt parts, reply or failure."""
     entries = []
     for nid, node in graph.nodes.items():
         outcome = outcomes.get(nid)
-        entry: dict[str, Any] = {"node": nid, "kind": node.kind, "role": node.role}
+        entry: TranscriptEntry = {"node": nid, "kind": node.kind, "role": node.role, "status": "not run"}
         if node.prompt:
             entry["prompt"] = [_part(p, outcomes) for p in node.prompt]
         if node.images:
@@ -80,9 +81,7 @@ def case_transcript(graph: Graph, outcomes: dict[str, Outcome]) -> list[dict[str
             entry["inputs"] = sorted(r.node for r in node.inputs.values())
         if "options" in node.params:
             entry["options"] = [str(o) for o in node.params["options"]]
-        if outcome is None:
-            entry["status"] = "not run"
-        else:
+        if outcome is not None:
             entry["status"] = "done" if outcome.ok else outcome.status
             if outcome.ok:
                 entry["reply"] = _reply(outcome)

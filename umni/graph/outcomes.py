@@ -12,7 +12,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar
 
-from umni.store.artifacts import ImageRef
+from umni.store.imageref import ImageRef
+from umni.store.runfolder import FailureRecord
 from umni.util.secrets import scrub
 
 Status = Literal["computed", "cached", "failed", "skipped", "blocked", "pending"]
@@ -34,8 +35,9 @@ class Failure:
         if self.raw is not None:
             self.raw = scrub(self.raw)
 
-    def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"kind": self.kind, "message": self.message, "attempts": self.attempts}
+    def to_json(self) -> FailureRecord:
+        """The failure as a record holds it (`umni.store.runfolder.FailureRecord`), its raw reply cut to 2,000 characters."""
+        data: FailureRecord = {"kind": self.kind, "message": self.message, "attempts": self.attempts}
         if self.raw is not None:
             data["raw"] = self.raw[:2000]
         return data

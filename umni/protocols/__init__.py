@@ -14,14 +14,10 @@ if TYPE_CHECKING:
         CompactCases,
         case_image_problems,
         confined_path,
-        each_result,
         field_errors,
-        jsonl_lines,
         raise_if_any,
-        read_json,
         read_json_records,
         read_jsonl,
-        read_results_jsonl,
         validate_records,
         validation_errors,
     )
@@ -43,10 +39,8 @@ __all__ = [
     "CaseSet",
     "CompactCases",
     "confined_path",
-    "each_result",
     "field_errors",
     "get_protocol",
-    "jsonl_lines",
     "known_protocols",
     "node_status",
     "Number",
@@ -54,10 +48,8 @@ __all__ = [
     "Note",
     "Protocol",
     "raise_if_any",
-    "read_json",
     "read_json_records",
     "read_jsonl",
-    "read_results_jsonl",
     "Scores",
     "scores_json",
     "Skipped",
@@ -67,11 +59,11 @@ __all__ = [
 ]
 
 #: Which submodule each name lives in. The names are looked up on first use (PEP 562), so a reader
-#: of case files or results (`umni.protocols.caseio`, say, which `umni view` needs at start) does not
-#: import the protocol contract, the graph and the backends with it.
+#: of case files (`umni.protocols.caseio`) does not import the protocol contract, the graph and the
+#: backends with it. A run's results.jsonl is read through `umni.store.runfolder`.
 _HOME = {
-    **dict.fromkeys(["CompactCases", "case_image_problems", "confined_path", "each_result", "field_errors", "jsonl_lines", "raise_if_any", "read_json",
-                     "read_json_records", "read_jsonl", "read_results_jsonl", "validate_records", "validation_errors"], "caseio"),
+    **dict.fromkeys(["CompactCases", "case_image_problems", "confined_path", "field_errors", "raise_if_any",
+                     "read_json_records", "read_jsonl", "validate_records", "validation_errors"], "caseio"),
     **dict.fromkeys(["CaseSet", "NoOptions", "Note", "Protocol", "Skipped", "View", "get_protocol", "known_protocols",
                      "node_status"], "protocol"),
     **dict.fromkeys(["Number", "Scores", "scores_json"], "scores"),

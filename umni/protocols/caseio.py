@@ -12,13 +12,14 @@ import json
 import os
 import stat
 import zlib
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypedDict, TypeVar, Unpack, overload
 
 from pydantic import BaseModel, ValidationError
 
 from umni.util.errors import InputError, InputErrors
+from umni.util.jsonfiles import each_jsonl_line, read_json
 
 M = TypeVar("M", bound=BaseModel)
 T = TypeVar("T")
@@ -31,33 +32,6 @@ Prepare = Callable[[dict[str, Any]], tuple[dict[str, Any], Iterable[Problem]]]
 Check = Callable[[dict[str, Any]], Iterable[Problem]]
 #: Names a record in messages from its position and raw value.
 Label = Callable[[int, Any], str]
-
-
-# --------------------------------------------------------------------------------------- files
-
-
-def read_text(path: Path) -> str:
-    """A case file's text; a missing or unreadable file is the user's to fix, so say which."""
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError("file not found", path=path) from None
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", path=path) from None
-    except OSError as exc:
-        raise InputError(f"cannot read the file: {exc}", path=path) from None
-
-
-def read_json(path: Path) -> Any:
-    """Parse a JSON file; a malformed one names the line where parsing stopped."""
-    text = read_text(path)
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON: {exc.msg}", path=path, line=exc.lineno) from None
-    except RecursionError:
-        # json gives up on nesting deeper than Python's recursion limit; still a file problem
-        raise InputError("not valid JSON: nested too deeply to read", path=path) from None
 
 
 # ------------------------------------------------------------------------------------ messages
@@ -196,51 +170,6 @@ def validate_records(
     return records
 
 
-def jsonl_lines(text: str) -> list[str]:
-    """The lines of a JSON Lines text, split on ``\n`` only (a trailing ``\r`` dropped).
-
-    `str.splitlines` also splits on U+2028, U+0085 and other separators that JSON allows raw inside a
-    string (umni writes results with ensure_ascii=False), which would cut such a record in two.
-    """
-    return [line.removesuffix("\r") for line in text.split("\n")]
-
-
-def each_jsonl_line(path: Path) -> Iterator[tuple[int, str]]:
-    """(line number, text) of each line of a JSON Lines file, read one line at a time (a file of
-    20,000 records is never held whole), split as `jsonl_lines` splits; errors as `read_text` words them."""
-    offset = 0
-    try:
-        with path.open("rb") as file:
-            for number, raw in enumerate(file, start=1):
-                try:
-                    line = raw.decode("utf-8")
-                except UnicodeDecodeError as exc:
-                    raise InputError(f"not UTF-8 text ({exc.reason} at byte {offset + exc.start})", path=path) from None
-                offset += len(raw)
-                yield number, line.removesuffix("\n").removesuffix("\r")
-    except FileNotFoundError:
-        raise InputError("file not found", path=path) from None
-    except OSError as exc:  # a folder, no permission, a failing disk: the user's to fix, named
-        raise InputError(f"cannot read the file: {exc}", path=path) from None
-
-
-def each_result(path: Path) -> Iterator[dict[str, Any]]:
-    """The records of a run's results.jsonl (one JSON object a line), one at a time; a damaged line
-    is an InputError."""
-    for number, line in each_jsonl_line(path):
-        if not line.strip():
-            continue
-        try:
-            yield json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", path=path, line=number) from None
-
-
-def read_results_jsonl(path: Path) -> list[dict[str, Any]]:
-    """The records of a run's results.jsonl (one JSON object a line); a damaged line is an InputError."""
-    return list(each_result(path))
-
-
 def read_jsonl(path: Path, model: type[M], *, id_field: str = "id") -> CompactCases[M]:
     """One model instance per non-empty line; duplicate ids are an error. Every line is validated
     here; the cases are then kept compact (`CompactCases`)."""
@@ -373,7 +302,7 @@ def case_image_problems(graphs: Iterable[Any]) -> list[InputError]:
     """One InputError per referenced image that cannot be decoded safely (missing, not an image,
     damaged, or over the pixel limit), naming the file and the cases that use it. `umni cases check`
     reports these; a run records the same problems as `input` failures of the nodes that read them."""
-    from umni.store.artifacts import check_image_file
+    from umni.store.images import check_image_file
 
     problems: list[InputError] = []
     for path, cases in case_image_files(graphs).items():

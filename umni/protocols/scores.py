@@ -19,29 +19,18 @@ keeps working on a model: both read its JSON form, so they answer what summary.j
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar, TypeAlias
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
+from pydantic import BaseModel, ConfigDict
 
-#: A score or count as the scoring computed it; an int stays an int in the JSON, a float a float.
-Number: TypeAlias = int | float
+from umni.util.jsonmodel import JsonModel, Number  # noqa: F401 - Number: the scores' number type, importable here too
 
 
-class Scores(BaseModel):
-    """Base of a protocol's scores model (summary.json ``scores``); see the module docstring."""
+class Scores(JsonModel):
+    """Base of a protocol's scores model (summary.json ``scores``); see the module docstring.
+    `optional_sections` lists the sections that depend on an option (`JsonModel`)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-    #: Fields left out of the JSON while they are None (sections that depend on an option).
-    optional_sections: ClassVar[frozenset[str]] = frozenset()
-
-    @model_serializer(mode="wrap")
-    def _omit_absent_sections(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        for name in self.optional_sections:
-            if data.get(name, 0) is None:
-                del data[name]
-        return data
 
     # Reading as summary.json would: for code written when summarize returned a dict.
     def __getitem__(self, key: str) -> Any:

@@ -20,23 +20,22 @@ from typing import Any
 from scipy import stats
 from sklearn.metrics import cohen_kappa_score
 
-from umni.protocols.caseio import read_json, read_results_jsonl
 from umni.protocols.protocol import get_protocol
 from umni.store.completion import require_complete
+from umni.store.runfolder import RunFolder
 from umni.util.errors import InputError
 
 Items = dict[tuple[str, str], float]
 
 
 def run_judgements(run: Path) -> tuple[str, Items]:
-    run = Path(run)
-    summary_path = run / "summary.json"
-    if not summary_path.exists():
+    folder = RunFolder(run)
+    if not folder.summary_json.exists():
         raise InputError("not a finished umni run (no summary.json)", path=run)
     require_complete(run)
-    protocol = get_protocol(read_json(summary_path)["protocol"])
+    protocol = get_protocol(folder.read_summary().protocol)
     items: Items = {}
-    for record in read_results_jsonl(run / "results.jsonl"):
+    for record in folder.each_record():
         for metric, value in protocol.judgements(record).items():
             if value is not None:
                 items[(record["case_id"], metric)] = float(value)

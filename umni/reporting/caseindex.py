@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from umni.reporting.leaderboard import write_run_tables
-from umni.store.artifacts import atomic_write_lines, atomic_write_text
+from umni.store.atomic import atomic_write_lines, atomic_write_text
+from umni.store.runfolder import CASE_INDEX, CASE_SEARCH, RunFolder, Summary
 
-INDEX_FILE = "cases.index.json"
-SEARCH_FILE = "cases.search.txt"
+INDEX_FILE, SEARCH_FILE = CASE_INDEX, CASE_SEARCH  # the run folder's names (`umni.store.runfolder`)
 INDEX_VERSION = 1
 #: The columns of one index entry, in order (an entry is a JSON list, to keep 20k of them small).
 FIELDS = ["case_id", "category", "status", "score", "out_of", "failures", "offset", "length"]
@@ -130,7 +130,7 @@ def build_index(protocol: Any, results: Path) -> tuple[CaseIndex, list[str]]:
 def write_case_index(run_dir: Path, protocol: Any) -> Path:
     """Write cases.index.json and cases.search.txt beside the run's results.jsonl (just written),
     the search lines as each record is read (all of them at once outgrew a 20,000-case run)."""
-    results = run_dir / "results.jsonl"
+    results = RunFolder(run_dir).results_jsonl
     entries: list[list[Any]] = []
 
     def search_lines() -> Iterator[str]:
@@ -149,7 +149,7 @@ def write_case_index(run_dir: Path, protocol: Any) -> Path:
 def read_case_index(run_dir: Path) -> CaseIndex | None:
     """The stored index, or None when there is none, it is of another version, or results.jsonl
     has changed since it was written (then the caller builds it afresh)."""
-    path, results = run_dir / INDEX_FILE, run_dir / "results.jsonl"
+    path, results = run_dir / INDEX_FILE, RunFolder(run_dir).results_jsonl
     if not path.exists() or not (run_dir / SEARCH_FILE).exists() or not results.exists():
         return None
     try:
@@ -175,7 +175,7 @@ def read_record(results: Path, offset: int, length: int) -> dict[str, Any]:
     return record
 
 
-def write_viewer_files(run_dir: Path, protocol: Any, summary: dict[str, Any]) -> None:
+def write_viewer_files(run_dir: Path, protocol: Any, summary: Summary) -> None:
     """What `umni view` and later leaderboards read instead of recomputing, written once when the
     run finishes: tables.json (the tables with bootstrap intervals) and the case index.
 

@@ -3,10 +3,8 @@ one place so they all print a score the same way."""
 
 from __future__ import annotations
 
-from typing import Any
 
-
-def format_cell(value: Any, decimals: int = 2) -> str:
+def format_cell(value: object, decimals: int = 2) -> str:
     """Table cells as the papers print them: scores to two decimals (or the `decimals` a paper's
     table uses, e.g. GIR-Bench's three), missing values as a dash."""
     if value is None:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from umni.protocols.scores import scores_json
 from umni.reporting.runset import Run, as_number, protocol_options
+from umni.store.runfolder import CaseRecord
 
 if TYPE_CHECKING:
     import numpy as np
@@ -62,8 +63,8 @@ def bootstrap_intervals(run: Run) -> Intervals:
     from umni.protocols.protocol import get_protocol, gives_tallies
 
     try:
-        protocol = get_protocol(run.summary["protocol"])
-        options = protocol_options(protocol, run.summary.get("options", {}))
+        protocol = get_protocol(run.summary.protocol)
+        options = protocol_options(protocol, run.summary.options)
     except Exception:  # an unknown or changed protocol: no interval rather than a wrong one
         return {}
 
@@ -72,7 +73,7 @@ def bootstrap_intervals(run: Run) -> Intervals:
         return {k: v for k, value in flat.items() if (v := as_number(value)) is not None}
 
     tallied = _tally_matrix(protocol, run.each_record(), options) if gives_tallies(protocol) else None
-    records: list[dict[str, Any]] = [] if tallied is not None else run.records()
+    records: list[CaseRecord] = [] if tallied is not None else run.records()
     n = tallied[1].shape[0] if tallied is not None else len(records)
     if n < 2:
         return {}
@@ -112,7 +113,7 @@ def bootstrap_intervals(run: Run) -> Intervals:
     return {k: v if support.get(k, 0) >= MIN_INTERVAL_CASES else None for k, v in _percentiles(keys, stats).items()}
 
 
-def _tally_matrix(protocol: Any, records: Iterable[dict[str, Any]], options: Any) -> tuple[list[str], np.ndarray] | None:
+def _tally_matrix(protocol: Any, records: Iterable[CaseRecord], options: Any) -> tuple[list[str], np.ndarray] | None:
     """Every case's tallies as one integer matrix (cases x sorted names), read one record at a time;
     None when the protocol gives a record no tallies (or fails on one): then it scores from records."""
     import numpy as np
@@ -140,7 +141,7 @@ def _tally_matrix(protocol: Any, records: Iterable[dict[str, Any]], options: Any
     return names, matrix
 
 
-def _scored_alone(protocol: Any, record: dict[str, Any], options: Any, numbers: Callable[[Any], dict[str, float]]) -> dict[str, float]:
+def _scored_alone(protocol: Any, record: CaseRecord, options: Any, numbers: Callable[[Any], dict[str, float]]) -> dict[str, float]:
     """The scores of one case on its own (none when the scorer cannot take a single case)."""
     try:
         return numbers(protocol.summarize_resample([record], options))

@@ -18,14 +18,11 @@ import csv
 import io
 import json
 from pathlib import Path
-from typing import Any
 
 from umni.reporting.intervals import bootstrap_headline, bootstrap_intervals  # noqa: F401 - bootstrap_headline: importable from here too
 from umni.reporting.layouts import LAYOUT_NAMES, layout_for
 from umni.reporting.layouts import generic as _generic
 from umni.reporting.runset import (  # noqa: F401 - coverage_line, failure_share, find_runs, find_summaries, run_label: importable from here too
-    TABLES_FILE,
-    TABLES_VERSION,
     Run,
     coverage_line,
     failure_share,
@@ -35,36 +32,35 @@ from umni.reporting.runset import (  # noqa: F401 - coverage_line, failure_share
     read_stored_intervals,
     run_coverage,
     run_label,
+    summary_label,
 )
 from umni.reporting.tables import LONG_HEADER, Table
+from umni.store.runfolder import RunFolder, RunTables, Summary
 
 
-def write_run_tables(run_dir: Path, summary: dict[str, Any]) -> Path:
+def write_run_tables(run_dir: Path, summary: Summary) -> Path:
     """Compute the run's leaderboard tables once, bootstrap intervals included, and store them as
     tables.json beside it: the viewer and later leaderboards read the intervals instead of
     re-scoring every case hundreds of times."""
-    from umni.store.artifacts import atomic_write_text
-
     run = Run(summary, run_dir, intervals=None)
     run.intervals = None  # this run's own tables.json is what is being written: compute afresh
     intervals = bootstrap_intervals(run)
     run.intervals = intervals
-    tables = [t.to_json() for t in build_tables([run])]
-    path = run_dir / TABLES_FILE
-    atomic_write_text(path, json.dumps({"version": TABLES_VERSION, "intervals": intervals, "tables": tables}, indent=1, ensure_ascii=False))
-    return path
+    folder = RunFolder(run_dir)
+    folder.write_tables(RunTables(intervals=intervals, tables=[t.to_json() for t in build_tables([run])]))
+    return folder.tables_json
 
 
-def build_tables(runs: list[Run] | list[dict[str, Any]], *, with_ci: bool = True, layout: str = "paper") -> list[Table]:
+def build_tables(runs: list[Run] | list[Summary], *, with_ci: bool = True, layout: str = "paper") -> list[Table]:
     """The tables of every protocol among `runs` (Run objects or bare summaries) in `layout`:
     ``paper`` (each paper's own tables) or ``tidy`` (one row per run)."""
     if layout not in LAYOUT_NAMES:
         raise ValueError(f"unknown layout {layout!r}; known: {', '.join(LAYOUT_NAMES)}")
-    items = [r if isinstance(r, Run) else Run(r, Path(r["run_dir"]) if r.get("run_dir") else None) for r in runs]
+    items = [r if isinstance(r, Run) else Run(r, Path(r.run_dir) if r.run_dir else None) for r in runs]
     label_runs(items)
     by_protocol: dict[str, list[Run]] = {}
     for run in items:
-        by_protocol.setdefault(run.summary.get("protocol", "?"), []).append(run)
+        by_protocol.setdefault(run.summary.protocol, []).append(run)
     tables: list[Table] = []
     for protocol in sorted(by_protocol):
         members = by_protocol[protocol]
@@ -84,7 +80,7 @@ def _deviation_note(runs: list[Run]) -> str:
     named in the table's note so no reader takes the figure for the official one unawares."""
     seen: dict[str, bool] = {}
     for run in runs:
-        listed = run.summary.get("deviations") or run.summary.get("scores", {}).get("deviations") or []
+        listed = (run.summary.model_extra or {}).get("deviations") or run.summary.scores.get("deviations") or []
         for item in listed if isinstance(listed, list) else []:
             if isinstance(item, dict) and item.get("id"):
                 seen[str(item["id"])] = seen.get(str(item["id"]), False) or bool(item.get("changes_score"))
@@ -100,7 +96,7 @@ def write_leaderboard(tables: list[Table], out: Path, *, tidy: list[Table] | Non
     """Write `tables` as Markdown and JSON, and the tidy long-format CSV (one row per run × metric,
     from the `tidy` layout's tables when given: a paper table with the runs as columns reads the
     same either way); return their paths."""
-    from umni.store.artifacts import atomic_write_text
+    from umni.store.atomic import atomic_write_text
 
     out.mkdir(parents=True, exist_ok=True)
     md = out / "leaderboard.md"

@@ -21,6 +21,7 @@ import numpy as np
 from umni.protocols.protocol import get_protocol
 from umni.reporting.intervals import BOOTSTRAP_SEED
 from umni.reporting.runset import Run, as_number, protocol_options
+from umni.store.runfolder import CaseRecord
 from umni.util.errors import InputError
 
 #: Resamples of the paired bootstrap and sign flips of the permutation test.
@@ -59,11 +60,11 @@ class PairedComparison:
 
 def compare_runs(a: Run, b: Run, key: str = "overall") -> PairedComparison:
     """Compare run `a` with run `b` (same protocol) on the cases both hold."""
-    name = a.summary.get("protocol")
-    if name != b.summary.get("protocol"):
-        raise InputError(f"a paired comparison needs two runs of one protocol, not {name} and {b.summary.get('protocol')}", path=b.path)
+    name = a.summary.protocol
+    if name != b.summary.protocol:
+        raise InputError(f"a paired comparison needs two runs of one protocol, not {name} and {b.summary.protocol}", path=b.path)
     protocol = get_protocol(str(name))
-    options_a, options_b = protocol_options(protocol, a.summary.get("options", {})), protocol_options(protocol, b.summary.get("options", {}))
+    options_a, options_b = protocol_options(protocol, a.summary.options), protocol_options(protocol, b.summary.options)
     records_a = {str(r.get("case_id")): r for r in a.records()}
     records_b = {str(r.get("case_id")): r for r in b.records()}
     shared = sorted(set(records_a) & set(records_b))
@@ -71,7 +72,7 @@ def compare_runs(a: Run, b: Run, key: str = "overall") -> PairedComparison:
         raise InputError(f"the two runs share {len(shared)} case(s): a paired comparison needs at least 2", path=b.path)
     list_a, list_b = [records_a[c] for c in shared], [records_b[c] for c in shared]
 
-    def score(records: list[dict[str, Any]], options: Any) -> float | None:
+    def score(records: list[CaseRecord], options: Any) -> float | None:
         try:
             return as_number(protocol.summarize(records, options).get(key))
         except Exception:  # a scorer that refuses repeated cases: the caller falls back to per-case means

@@ -9,14 +9,26 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
+
+from umni.store.runfolder import EVENTS_JSONL
 
 
-def pools_held(sweep_out: Path) -> list[dict[str, Any]]:
+class PoolHours(TypedDict):
+    """What one Ray pool of a sweep held over every invocation (a row of sweep.json's ``pools``)."""
+
+    spec: str
+    loads: int
+    seconds: float
+    cpu_hours: float
+    gpu_hours: float
+
+
+def pools_held(sweep_out: Path) -> list[PoolHours]:
     """One row per pool spec, in order of first release: loads, seconds, cpu_hours, gpu_hours."""
-    rows: dict[str, dict[str, Any]] = {}
+    rows: dict[str, PoolHours] = {}
     try:
-        lines = (sweep_out / "events.jsonl").read_text(encoding="utf-8").splitlines()
+        lines = (sweep_out / EVENTS_JSONL).read_text(encoding="utf-8").splitlines()
     except FileNotFoundError:
         return []
     for line in lines:
@@ -28,6 +40,7 @@ def pools_held(sweep_out: Path) -> list[dict[str, Any]]:
             continue
         row = rows.setdefault(event["spec"], {"spec": event["spec"], "loads": 0, "seconds": 0.0, "cpu_hours": 0.0, "gpu_hours": 0.0})
         row["loads"] += 1
-        for name in ("seconds", "cpu_hours", "gpu_hours"):
-            row[name] += float(event.get(name, 0.0))
+        row["seconds"] += float(event.get("seconds", 0.0))
+        row["cpu_hours"] += float(event.get("cpu_hours", 0.0))
+        row["gpu_hours"] += float(event.get("gpu_hours", 0.0))
     return list(rows.values())

@@ -9,12 +9,13 @@ The table is YAML, one entry per `provider/name` (parameters ignored), with any 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import platformdirs
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from umni.store.runfolder import Cost
 from umni.util.errors import InputError
 from umni.util.spec import Spec
 
@@ -55,7 +56,7 @@ def load_prices(path: Path) -> dict[str, Price]:
     return prices
 
 
-def estimate(usage: dict[str, dict[str, Any]], bindings: dict[str, str], prices: dict[str, Price]) -> dict[str, Any]:
+def estimate(usage: Mapping[str, Mapping[str, int | None]], bindings: Mapping[str, str], prices: Mapping[str, Price]) -> Cost:
     """Cost per role and in total; roles whose model has no price are listed, not priced at 0.
 
     A role whose token counts are unknown (None: the server sent no usage) while its price is per
@@ -76,19 +77,13 @@ def estimate(usage: dict[str, dict[str, Any]], bindings: dict[str, str], prices:
         if cost is None:
             unknown.append(role)
     known = round(sum(c for c in per_role.values() if c is not None), 6)
-    return {
-        "per_role": per_role,
-        "total": None if unknown else known,
-        "known_total": known,
-        "unpriced_roles": sorted(unpriced),
-        "unknown_roles": sorted(unknown),
-    }
+    return Cost(per_role=per_role, total=None if unknown else known, known_total=known, unpriced_roles=sorted(unpriced), unknown_roles=sorted(unknown))
 
 
-def usage_cost(used: dict[str, Any], price: Price) -> float | None:
+def usage_cost(used: Mapping[str, int | None], price: Price) -> float | None:
     """The cost of `used` (a role's usage, or one node's: a count left out is 0), or None when a
     per-token price meets an unknown token count."""
-    total = used.get("calls", 0) * price.per_call + used.get("images_out", 0) * price.per_image
+    total = (used.get("calls") or 0) * price.per_call + (used.get("images_out") or 0) * price.per_image
     for field, rate in (("input_tokens", price.input_per_million), ("output_tokens", price.output_per_million)):
         tokens = used.get(field, 0)
         if tokens is None:

@@ -3,7 +3,6 @@ protocol's options with their defaults."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -14,8 +13,9 @@ from typing import Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel
 
 from umni.reporting.format import format_cell
-from umni.reporting.leaderboard import run_coverage, run_label
+from umni.reporting.leaderboard import run_coverage, run_label, summary_label
 from umni.store.completion import is_complete
+from umni.store.runfolder import RUN_JSON, RunFolder, run_folders
 from umni.util.errors import InputError
 
 
@@ -32,17 +32,16 @@ class RunInfo:
 
 
 def _info(path: Path) -> RunInfo:
-    summary_path = path / "summary.json"
-    manifest = json.loads((path / "run.json").read_text()) if (path / "run.json").exists() else {}
-    if summary_path.exists() and is_complete(path):
-        summary = json.loads(summary_path.read_text())
+    folder = RunFolder(path)
+    if folder.summary_json.exists() and is_complete(path):
+        summary = folder.read_summary()
         cell, _ = run_coverage(summary)
-        stamp = summary_path.stat().st_mtime
-        return RunInfo(path, summary.get("protocol", "?"), run_label(summary), datetime.fromtimestamp(stamp, UTC),
-                       summary.get("scores", {}).get("overall"), cell.answered, cell.total, "done")
-    stamp = (path / "run.json").stat().st_mtime
-    bindings = {"bindings": manifest.get("bindings", {})}
-    return RunInfo(path, manifest.get("protocol", "?"), run_label(bindings), datetime.fromtimestamp(stamp, UTC),
+        stamp = folder.summary_json.stat().st_mtime
+        return RunInfo(path, summary.protocol, summary_label(summary), datetime.fromtimestamp(stamp, UTC),
+                       summary.scores.get("overall"), cell.answered, cell.total, "done")
+    manifest = folder.read_manifest()
+    stamp = folder.run_json.stat().st_mtime
+    return RunInfo(path, manifest.protocol, run_label(manifest.bindings), datetime.fromtimestamp(stamp, UTC),
                    None, None, None, "unfinished" if is_complete(path) else "incomplete")
 
 
@@ -53,11 +52,10 @@ def find_run_dirs(paths: Iterable[Path]) -> list[RunInfo]:
         root = Path(root)
         if not root.exists():
             raise InputError("no such folder", path=root)
-        manifests = [root / "run.json"] if (root / "run.json").exists() else sorted(root.rglob("run.json"))
-        for manifest in manifests:
+        for folder in run_folders(root, RUN_JSON):
             try:
-                found.append(_info(manifest.parent))
-            except (json.JSONDecodeError, OSError):
+                found.append(_info(folder))
+            except (InputError, OSError):
                 continue  # a damaged directory is not a run to list
     return sorted(found, key=lambda r: r.date, reverse=True)
 

@@ -12,77 +12,85 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from umni.protocols.caseio import each_result, read_json
 from umni.reporting.tables import Cell
 from umni.store.completion import is_complete, require_complete
+from umni.store.runfolder import SUMMARY_JSON, CaseRecord, RunFolder, Summary, run_folders
 from umni.util.errors import InputError
 
-#: Where a finished run keeps its tables and intervals, and the layout version of that file
-TABLES_FILE = "tables.json"
-TABLES_VERSION = 1
+#: A score's bootstrap interval (low, high), or None where too few items were scored to give one.
+Intervals = dict[str, tuple[float, float] | None]
 
 
 @dataclass
 class Run:
     """One run's summary, with its directory when known (for bootstrap intervals and seeds)."""
 
-    summary: dict[str, Any]
+    summary: Summary
     path: Path | None = None
     label: str = ""
     #: Bootstrap intervals stored in the run's tables.json when it finished (None: none stored,
     #: compute them; an empty dict: show none rather than compute, as the viewer does).
-    intervals: dict[str, tuple[float, float] | None] | None = None
+    intervals: Intervals | None = None
 
     def __post_init__(self) -> None:
         if self.intervals is None and self.path is not None:
             self.intervals = read_stored_intervals(self.path)
 
-    def records(self) -> list[dict[str, Any]]:
+    @property
+    def folder(self) -> RunFolder | None:
+        return RunFolder(self.path) if self.path is not None else None
+
+    def records(self) -> list[CaseRecord]:
         return list(self.each_record())
 
-    def each_record(self) -> Iterator[dict[str, Any]]:
+    def each_record(self) -> Iterator[CaseRecord]:
         """The run's records one at a time, as results.jsonl holds them (none without one)."""
-        if self.path is None or not (self.path / "results.jsonl").exists():
+        if self.folder is None or not self.folder.results_jsonl.exists():
             return iter(())
-        return each_result(self.path / "results.jsonl")
+        return self.folder.each_record()
 
-    def seed(self) -> Any:
-        manifest = self.path / "run.json" if self.path else None
-        if manifest is not None and manifest.exists():
-            try:
-                return json.loads(manifest.read_text()).get("seed")
-            except json.JSONDecodeError:
-                return None
-        return None
+    def seed(self) -> int | None:
+        """The run's seed from its run.json (None: no run.json, or one that cannot be read)."""
+        if self.folder is None or not self.folder.run_json.exists():
+            return None
+        try:  # the one field, from any run.json (one an older umni wrote, too): a label needs no more
+            seed = json.loads(self.folder.run_json.read_text()).get("seed")
+        except (OSError, ValueError, AttributeError):
+            return None
+        return seed if isinstance(seed, int) else None
 
 
-def run_label(summary: dict[str, Any]) -> str:
-    """A short name for a run: its one spec, or role=spec pairs when roles differ."""
-    bindings: dict[str, str] = summary.get("bindings", {})
+def run_label(bindings: dict[str, str], judged_again_by: str | None = None) -> str:
+    """A short name for a run: its one spec, or role=spec pairs when roles differ; a re-judged run
+    names its new judge."""
     values = list(bindings.values())
     base = max(sorted(set(values)), key=values.count) if values else "?"
     overrides = [f"{role}={spec}" for role, spec in sorted(bindings.items()) if spec != base]
     label = base + (" + " + ", ".join(overrides) if overrides else "")
-    lineage = summary.get("lineage", {}).get("judges")
-    if lineage:
-        label += f" (rejudged by {lineage['new']})"
+    if judged_again_by:
+        label += f" (rejudged by {judged_again_by})"
     return label
+
+
+def summary_label(summary: Summary) -> str:
+    """`run_label` of a run's summary."""
+    return run_label(summary.bindings, summary.lineage.judges.new if summary.lineage is not None else None)
 
 
 def label_runs(runs: list[Run]) -> list[Run]:
     """Give every run a label no other run of its protocol shares: bindings, then the options and
     seed that differ, then the run directory's name."""
     for run in runs:
-        run.label = run_label(run.summary)
+        run.label = summary_label(run.summary)
     by_protocol: dict[str, list[Run]] = {}
     for run in runs:
-        by_protocol.setdefault(run.summary.get("protocol", "?"), []).append(run)
+        by_protocol.setdefault(run.summary.protocol, []).append(run)
     for members in by_protocol.values():
         labels = [r.label for r in members]
         clashing = [r for r in members if labels.count(r.label) > 1]
         if not clashing:
             continue
-        options = [r.summary.get("options", {}) for r in clashing]
+        options = [r.summary.options for r in clashing]
         keys = sorted({k for o in options for k in o})
         differing = [k for k in keys if len({json.dumps(o.get(k), sort_keys=True) for o in options}) > 1]
         seeds = [r.seed() for r in clashing]
@@ -108,19 +116,19 @@ def find_runs(paths: Iterable[Path], *, skipped: list[Path] | None = None) -> li
     found: list[Run] = []
     for path in paths:
         path = Path(path)
-        candidates = [path / "summary.json"] if (path / "summary.json").exists() else sorted(path.rglob("summary.json"))
-        if not candidates:
+        folders = run_folders(path, SUMMARY_JSON)
+        if not folders:
             raise InputError("no summary.json found (not a run directory, nor a folder of runs)", path=path)
-        for candidate in candidates:
-            if skipped is not None and not is_complete(candidate.parent):
-                skipped.append(candidate.parent)
+        for folder in folders:
+            if skipped is not None and not is_complete(folder):
+                skipped.append(folder)
                 continue
-            require_complete(candidate.parent)  # a half-written run directory is never tabled
-            found.append(Run(read_json(candidate), candidate.parent))
+            require_complete(folder)  # a half-written run directory is never tabled
+            found.append(Run(RunFolder(folder).read_summary(), folder))
     return found
 
 
-def find_summaries(paths: Iterable[Path]) -> list[dict[str, Any]]:
+def find_summaries(paths: Iterable[Path]) -> list[Summary]:
     """Summaries from run directories, or from folders holding run directories (a sweep)."""
     return [run.summary for run in find_runs(paths)]
 
@@ -128,44 +136,33 @@ def find_summaries(paths: Iterable[Path]) -> list[dict[str, Any]]:
 # ------------------------------------------------------------------------------ stored tables
 
 
-def read_stored_intervals(run_dir: Path) -> dict[str, tuple[float, float] | None] | None:
+def read_stored_intervals(run_dir: Path) -> Intervals | None:
     """The intervals of the run's tables.json; None when it has none (or one of another version)."""
-    path = run_dir / TABLES_FILE
-    if not path.exists():
-        return None
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
-        return None
-    if not isinstance(data, dict) or data.get("version") != TABLES_VERSION or not isinstance(data.get("intervals"), dict):
-        return None
-    return {k: (tuple(v) if isinstance(v, list) and len(v) == 2 else None) for k, v in data["intervals"].items()}
+    stored = RunFolder(run_dir).read_tables()
+    return None if stored is None else stored.intervals
 
 
 # ----------------------------------------------------------------------------------- coverage
-def run_coverage(summary: dict[str, Any]) -> tuple[Cell, int]:
+def run_coverage(summary: Summary) -> tuple[Cell, int]:
     """Nodes that produced a result out of all nodes, and the failed-node count (blocked apart).
     Nodes a ``--phase`` run left pending are not answered (and not failed either)."""
-    failures = summary.get("failures", {})
-    failed = sum(v for k, v in failures.items() if k != "blocked" and isinstance(v, int))
-    blocked = failures.get("blocked", 0) or 0
-    nodes = summary.get("counts", {}).get("nodes") or 0
-    skipped = summary.get("counts", {}).get("skipped", 0) or 0
-    pending = summary.get("counts", {}).get("pending", 0) or 0
-    total = max(nodes - skipped, 0)
-    return Cell(None, max(total - failed - blocked - pending, 0), total, coverage_only=True), failed
+    failed = sum(v for k, v in summary.failures.items() if k != "blocked")
+    blocked = summary.failures.get("blocked", 0)
+    counts = summary.counts
+    total = max(counts.nodes - counts.skipped, 0)
+    return Cell(None, max(total - failed - blocked - (counts.pending or 0), 0), total, coverage_only=True), failed
 
 
-def failure_share(summary: dict[str, Any]) -> float:
+def failure_share(summary: Summary) -> float:
     """Share of nodes (skipped ones aside) that failed or were blocked by a failure."""
     cell, _ = run_coverage(summary)
     return 0.0 if not cell.total else (cell.total - (cell.answered or 0)) / cell.total
 
 
-def coverage_line(summary: dict[str, Any]) -> str:
+def coverage_line(summary: Summary) -> str:
     """`answered/total nodes` for CLI summaries and reports, flagged when incomplete."""
     cell, failed = run_coverage(summary)
-    pending = summary.get("counts", {}).get("pending", 0) or 0
+    pending = summary.counts.pending or 0
     left = f", {pending} pending (left for another --phase)" if pending else ""
     flag = " — INCOMPLETE: scores computed on partial coverage" if cell.incomplete else ""
     return f"coverage: {cell.answered}/{cell.total} nodes answered, {failed} failed{left}{flag}"
@@ -181,7 +178,7 @@ def protocol_options(protocol: Any, dumped: dict[str, Any]) -> Any:
         return protocol.Options.model_construct(**dumped)
 
 
-def as_number(value: Any) -> float | None:
+def as_number(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     return None if math.isnan(value) else float(value)

@@ -8,7 +8,7 @@ per run. Images are files next to the page; it opens from disk.
 
 from __future__ import annotations
 
-import json
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,14 +18,14 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from jinja2 import Environment, PackageLoader, select_autoescape  # noqa: E402
 
-from umni.protocols.caseio import read_results_jsonl  # noqa: E402
 from umni.protocols.protocol import get_protocol  # noqa: E402
 from umni.reporting.format import format_cell
-from umni.reporting.leaderboard import Table, build_tables, run_label  # noqa: E402
+from umni.reporting.leaderboard import Table, build_tables, summary_label  # noqa: E402
 from umni.reporting.pool_hours import pools_held
 from umni.reporting.report import export_image  # noqa: E402
-from umni.store.artifacts import atomic_write_text  # noqa: E402
+from umni.store.atomic import atomic_write_text  # noqa: E402
 from umni.store.completion import require_complete  # noqa: E402
+from umni.store.runfolder import REPORT_HTML, CaseRecord, RunFolder, Summary  # noqa: E402
 from umni.store.urls import run_blobs  # noqa: E402
 
 _env = Environment(loader=PackageLoader("umni.reporting", "templates"), autoescape=select_autoescape(default=True))
@@ -53,15 +53,15 @@ def plot_table(table: Table, path: Path) -> Path | None:
     return path
 
 
-def _records(run_dir: Path) -> list[dict[str, Any]]:
-    path = run_dir / "results.jsonl"
+def _records(run_dir: Path) -> Iterator[CaseRecord]:
+    folder = RunFolder(run_dir)
     require_complete(run_dir)
-    return read_results_jsonl(path) if path.exists() else []
+    return folder.each_record() if folder.results_jsonl.exists() else iter(())
 
 
-def write_sweep_report(out: Path, results: list[Any]) -> Path:
-    """`results`: RunResult objects (out directory + summary) of the sweep's runs."""
-    summaries = [r.summary for r in results]
+def write_sweep_report(out: Path, results: Sequence[tuple[Path, Summary]]) -> Path:
+    """`results`: each run of the sweep as its folder and its summary."""
+    summaries = [summary for _, summary in results]
     tables = build_tables(summaries, layout="tidy")  # one row per run: the plots draw a line per run
     plots = []
     for index, table in enumerate(tables):
@@ -69,19 +69,21 @@ def write_sweep_report(out: Path, results: list[Any]) -> Path:
         if made is not None:
             plots.append({"title": table.title, "src": str(made.relative_to(out))})
     cases: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for result in results:
-        protocol = get_protocol(result.summary["protocol"])
-        blobs = run_blobs(json.loads((Path(result.out) / "run.json").read_text()))
-        for record in _records(Path(result.out)):
+    for run_dir, summary in results:
+        protocol = get_protocol(summary.protocol)
+        folder = RunFolder(run_dir)
+        blobs = run_blobs(folder.read_manifest())
+        for record in _records(run_dir):
             panels = []
             for view in protocol.views(record):
                 src = export_image(out, view.image, blobs) if view.image and blobs is not None else None
                 panels.append({"view": view, "src": src})
-            key = (result.summary["protocol"], record["case_id"])
-            report_link = Path(result.out).resolve().relative_to(out.resolve()) / "report.html" if Path(result.out).resolve().is_relative_to(out.resolve()) else None
-            cases.setdefault(key, []).append({"label": run_label(result.summary), "panels": panels, "report": report_link})
+            key = (summary.protocol, record["case_id"])
+            inside = folder.path.resolve().is_relative_to(out.resolve())
+            report_link = folder.path.resolve().relative_to(out.resolve()) / REPORT_HTML if inside else None
+            cases.setdefault(key, []).append({"label": summary_label(summary), "panels": panels, "report": report_link})
     pools = pools_held(out)
     html = _env.get_template("sweep.html.j2").render(tables=tables, plots=plots, cases=cases, out_dir=str(out), pools=pools)
-    path = out / "report.html"
+    path = out / REPORT_HTML  # a sweep's folder names its report as a run folder does
     atomic_write_text(path, html)
     return path

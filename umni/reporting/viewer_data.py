@@ -22,7 +22,6 @@ from typing import Any
 
 from PIL import Image
 
-from umni.protocols.caseio import read_json
 from umni.reporting.caseindex import (
     INDEX_FILE,
     build_index,
@@ -33,7 +32,9 @@ from umni.reporting.caseindex import (
 )
 from umni.reporting.leaderboard import Run, build_tables, find_runs, label_runs, run_coverage
 from umni.reporting.pricing import Price, default_price_file, load_prices, usage_cost
-from umni.store.artifacts import Blobs, ImageRef
+from umni.store.blobs import Blobs
+from umni.store.imageref import ImageRef
+from umni.store.runfolder import RESULTS_JSONL, SUMMARY_JSON, RunFolder
 from umni.store.urls import open_blobs, run_blobs_location
 from umni.util.errors import InputError, StorageError, UmniError
 from umni.util.secrets import scrub
@@ -49,7 +50,7 @@ _BULKY = {"nodes", "transcript"}
 #: Entry columns (see caseindex.FIELDS).
 _ID, _CATEGORY, _STATUS, _SCORE, _OUT_OF, _FAILURES, _OFFSET, _LENGTH = range(8)
 #: The files of a run directory whose change means the viewer reads the run again.
-_WATCHED = ("results.jsonl", "summary.json", INDEX_FILE)
+_WATCHED = (RESULTS_JSONL, SUMMARY_JSON, INDEX_FILE)
 
 
 def folder_signature(path: Path | None) -> tuple[Any, ...]:
@@ -123,7 +124,7 @@ class _RunData:
         with self._protocol_lock:  # its own lock: a search never waits on a protocol's import
             if self._protocol is None:
                 try:
-                    self._protocol = get_protocol(self.run.summary["protocol"])
+                    self._protocol = get_protocol(self.run.summary.protocol)
                 except Exception:
                     self._protocol = False
             return self._protocol or None
@@ -141,7 +142,7 @@ class _RunData:
         assert self.run.path is not None
         item = self.entries[position]
         try:
-            record = read_record(self.run.path / "results.jsonl", item[_OFFSET], item[_LENGTH])
+            record = read_record(RunFolder(self.run.path).results_jsonl, item[_OFFSET], item[_LENGTH])
         except ValueError:  # cut mid-record (JSON or UTF-8): the file was rewritten
             raise StaleIndex() from None
         if not isinstance(record, dict) or str(record.get("case_id")) != item[_ID]:
@@ -183,8 +184,8 @@ class ViewerData:
         stored = read_case_index(run.path) if run.path is not None and not rebuild else None
         if stored is not None:
             data.entries = stored.entries
-        elif run.path is not None and (run.path / "results.jsonl").exists():
-            built, texts = build_index(data.protocol, run.path / "results.jsonl")  # an older run: the slow way, once
+        elif run.path is not None and RunFolder(run.path).results_jsonl.exists():
+            built, texts = build_index(data.protocol, RunFolder(run.path).results_jsonl)  # an older run: the slow way, once
             data.entries, data._search = built.entries, texts
         data.positions = {item[_ID]: position for position, item in enumerate(data.entries)}
         return data
@@ -193,7 +194,7 @@ class ViewerData:
         """(protocol, case id) -> the runs holding that case."""
         by_case: dict[tuple[str, str], list[int]] = {}
         for index, data in enumerate(self.runs):
-            protocol_name = data.run.summary.get("protocol", "?")
+            protocol_name = data.run.summary.protocol
             for case_id in data.positions:
                 by_case.setdefault((protocol_name, case_id), []).append(index)
         return by_case
@@ -212,7 +213,7 @@ class ViewerData:
         old = self.runs[index]
         assert old.run.path is not None
         try:
-            summary = read_json(old.run.path / "summary.json")
+            summary = RunFolder(old.run.path).read_summary()
         except (OSError, ValueError, InputError):
             return
         run = Run(summary, old.run.path, label=old.run.label)  # the label: the same run, the same bindings
@@ -278,18 +279,17 @@ class ViewerData:
     def _store_of(self, run: Run, key: str) -> BlobSource | None:
         """The blob store of a run's images (from its run.json: a --blobs or --cache URL too),
         opened when the first run naming it is read; None when the run names none."""
-        manifest_path = run.path / "run.json" if run.path else None
-        try:
-            manifest = json.loads(manifest_path.read_text()) if manifest_path is not None and manifest_path.exists() else None
-        except json.JSONDecodeError:
+        if run.folder is None or not run.folder.run_json.exists():
             return None
-        if not isinstance(manifest, dict):
+        try:
+            manifest = run.folder.read_manifest()
+        except InputError:
             return None
         failure: Exception | None = None
         try:
             location = run_blobs_location(manifest)
         except InputError as error:  # a cache URL that implies no blob folder
-            location, failure = manifest.get("blobs") or manifest.get("cache"), error
+            location, failure = manifest.blobs or manifest.cache, error
         if location is None:
             return None
         source = self.stores.get(str(location))
@@ -345,14 +345,14 @@ class ViewerData:
         categories: set[str] = set()
         kinds: set[str] = set()
         for i, data in enumerate(self.runs):
-            s = data.run.summary
-            coverage, failed = run_coverage(s)
+            s = data.run.summary.to_json()
+            coverage, failed = run_coverage(data.run.summary)
             path = data.run.path
             runs.append({
                 "id": i, "key": data.key, "label": data.run.label, "protocol": s.get("protocol"), "title": s.get("title", s.get("protocol")),
                 "dir": str(path) if path else None, "folder": str(path.parent) if path else None,
                 "started": s.get("started") or s.get("created"), "finished": s.get("finished"),
-                "modified": path.joinpath("summary.json").stat().st_mtime if path else None,
+                "modified": RunFolder(path).summary_json.stat().st_mtime if path else None,
                 "bindings": s.get("bindings", {}), "options": s.get("options", {}),
                 "overall": s.get("scores", {}).get("overall"), "cases": len(data.entries),
                 "coverage": [coverage.answered, coverage.total], "failed_nodes": failed,
@@ -426,8 +426,8 @@ class ViewerData:
                   for v in self._views(data.protocol, record)]
         failures = [{"node": nid, **node["failure"]} for nid, node in sorted(record.get("nodes", {}).items()) if "failure" in node]
         blocked = [nid for nid, node in sorted(record.get("nodes", {}).items()) if node.get("status") == "blocked"]
-        protocol = data.run.summary.get("protocol", "?")
-        facts = node_facts(data.run.path / "events.jsonl", case_id)
+        protocol = data.run.summary.protocol
+        facts = node_facts(RunFolder(data.run.path).events_jsonl, case_id)
         add_costs(facts, self.prices())
         others = [{"run": self.runs[i].key, "label": self.runs[i].run.label} for i in self._by_case.get((protocol, case_id), [])]
         try:
@@ -440,7 +440,7 @@ class ViewerData:
             "panels": panels, "failures": failures, "blocked": blocked,
             "transcript": record.get("transcript"), "nodes": record.get("nodes", {}),
             "verdicts": verdicts, "node_facts": facts,
-            "backends": data.run.summary.get("backends", {}),
+            "backends": data.run.summary.backends,
             "record": {k: v for k, v in record.items() if k not in _BULKY}, "runs": others,
         }
 
@@ -463,7 +463,7 @@ class ViewerData:
 
 
 def _has_summary(path: Path) -> bool:
-    return (path / "summary.json").exists() or next(Path(path).rglob("summary.json"), None) is not None
+    return RunFolder(path).summary_json.exists() or next(Path(path).rglob(SUMMARY_JSON), None) is not None
 
 
 def node_facts(events: Path, case_id: str) -> dict[str, dict[str, Any]]:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from umni.backends.bindings import Bindings
+from umni.backends.contract import Backend
 from umni.backends.placement import connect
 from umni.engine.runner import CaseJob, LanePool, Runner
 from umni.engine.transcript import case_transcript
@@ -24,15 +25,16 @@ from umni.graph.graph import Graph, ImageFile
 from umni.graph.outcomes import Outcome
 from umni.protocols.caseio import pick
 from umni.protocols.protocol import CaseSet, Protocol, get_protocol
-from umni.reporting.pricing import default_price_file, estimate, load_prices
+from umni.reporting.pricing import Price, default_price_file, estimate, load_prices
 from umni.run.config import RunConfig, RunRequest  # noqa: F401 - RunRequest: the old name, still importable here
 from umni.run.preflight import settle
 from umni.run.rundir import RunDir
 from umni.run.servers import ServerLog
 from umni.run.summary import add_cumulative, build_summary
-from umni.store.artifacts import fingerprint
 from umni.store.cache import Cache, RunStore
+from umni.store.hashing import fingerprint
 from umni.store.location import default_cache_dir  # noqa: F401 - also importable from here
+from umni.store.runfolder import CaseFiles, Lineage, Manifest, RunFolder, Summary
 from umni.store.urls import describe
 from umni.util.errors import ConfigError, InputError, UmniError
 from umni.util.filehash import file_sha256, files_sha256
@@ -53,12 +55,19 @@ class Prepared(NamedTuple):
 
 @dataclass
 class RunResult:
+    """Where a run's folder is and what its summary.json says (``result.summary.scores.overall``,
+    ``result.summary.counts.cases``)."""
+
     out: Path
-    summary: dict[str, Any]
+    summary: Summary
+
+    @property
+    def folder(self) -> RunFolder:
+        return RunFolder(self.out)
 
     @property
     def report(self) -> Path:
-        return self.out / "report.html"
+        return self.folder.report_html
 
 
 def _files_fingerprint(path: Path, referenced: set[Path] = frozenset()) -> str:  # type: ignore[assignment]
@@ -84,7 +93,7 @@ def _referenced_files(protocol: Protocol[Any, Any, Any, Any], cases: Sequence[An
     return found
 
 
-def prepare(request: RunConfig, *, shared: dict[str, Any] | None = None) -> Prepared:
+def prepare(request: RunConfig, *, shared: dict[str, Backend] | None = None) -> Prepared:
     """Everything that can fail on bad input, done before any model is loaded or called."""
     protocol = get_protocol(request.protocol)
     options = protocol.parse_options(dict(request.options))
@@ -137,7 +146,7 @@ async def evaluate_async(
     lanes: LanePool | None = None,
     cache: Cache | None = None,
     frozen_roles: frozenset[str] = frozenset(),
-    lineage: dict[str, Any] | None = None,
+    lineage: Lineage | None = None,
     close_backends: bool = True,
 ) -> RunResult:
     """The async core of `evaluate`; sweeps call it for many runs at once with shared lanes and cache.
@@ -180,7 +189,7 @@ async def evaluate_async(
         servers.add_to(summary)
         _account(summary, prices, run_dir, lineage)
         run_dir.finish(protocol, summary, records, store.blobs, cases=positions.keys())
-        run_dir.events.emit("run.end", counts=summary["counts"], failures=summary["failures"])
+        run_dir.events.emit("run.end", counts=summary.counts.model_dump(), failures=summary.failures)
     return RunResult(out, summary)
 
 
@@ -188,7 +197,7 @@ def has_work(request: RunConfig, prepared: Prepared) -> bool:
     """Whether running `request` would run any case: false when its run.db already holds every one of
     its cases complete, so a sweep schedules no model for it (`umni.run.turns`)."""
     shard = parse_shard(request.shard) if request.shard else None
-    db = (shard.directory(Path(request.out)) if shard else Path(request.out)) / "run.db"
+    db = RunFolder(shard.directory(Path(request.out)) if shard else Path(request.out)).run_db
     if not db.is_file():
         return True
     try:
@@ -215,34 +224,29 @@ def _cases_of(request: RunConfig, prepared: Prepared, shard: Shard | None) -> Se
 
 
 def _manifest(
-    request: RunConfig, prepared: Prepared, cases: Sequence[Any], shard: Shard | None, lineage: dict[str, Any] | None,
+    request: RunConfig, prepared: Prepared, cases: Sequence[Any], shard: Shard | None, lineage: Lineage | None,
     served: dict[str, dict[str, Any]] | None = None,
-) -> dict[str, Any]:
+) -> Manifest:
     """run.json: the command that makes this run directory what it is, and what the servers behind it
     reported when it started (`served`: their model ids, the image API chosen; not compared on resume)."""
     protocol, options, case_set, bindings = prepared
     files = _files_fingerprint(case_set.path, _referenced_files(protocol, cases, options))
-    manifest = {
-        "config": request.persisted(),  # verbatim: only what the user set, so a replay sets nothing more
-        "protocol": protocol.name,
-        "cases": {"path": str(case_set.path.resolve()), "fingerprint": files},
-        "bindings": bindings.specs(),
-        "identities": bindings.identities(),
-        "options": options.model_dump(mode="json"),
-        "seed": request.seed,
-        "limit": request.limit,
-        "umni": __version__,
-        "cache": describe(request.cache) if request.cache else str(default_cache_dir()),
-    }
-    if request.blobs:
-        manifest["blobs"] = describe(request.blobs)
-    if shard is not None:
-        manifest["shard"] = str(shard)
-    if lineage:
-        manifest["lineage"] = lineage
-    if served:
-        manifest["served"] = served
-    return manifest
+    return Manifest(
+        config=request.persisted(),  # verbatim: only what the user set, so a replay sets nothing more
+        protocol=protocol.name,
+        cases=CaseFiles(path=str(case_set.path.resolve()), fingerprint=files),
+        bindings=bindings.specs(),
+        identities=bindings.identities(),
+        options=options.model_dump(mode="json"),
+        seed=request.seed,
+        limit=request.limit,
+        umni=__version__,
+        cache=describe(request.cache) if request.cache else str(default_cache_dir()),
+        blobs=describe(request.blobs) if request.blobs else None,
+        shard=str(shard) if shard is not None else None,
+        lineage=lineage,
+        served=served or None,
+    )
 
 
 @contextmanager
@@ -311,15 +315,14 @@ def _runner(
     )
 
 
-def _account(summary: dict[str, Any], prices: Any, run_dir: RunDir, lineage: dict[str, Any] | None) -> None:
+def _account(summary: Summary, prices: dict[str, Price] | None, run_dir: RunDir, lineage: Lineage | None) -> None:
     """Totals over every invocation, cost where prices are known, and where the run lives."""
     add_cumulative(summary, run_dir.store.cumulative())
     if prices is not None:
-        summary["this_invocation"]["cost"] = estimate(summary["this_invocation"]["usage"], summary["bindings"], prices)
-        summary["cost"] = estimate(summary["usage"], summary["bindings"], prices)
-    run_dir.store.set_cumulative({"calls": summary["calls"], "usage": summary["usage"]})
-    summary["run_dir"] = str(run_dir.path)
-    if run_dir.extended:
-        summary["extended"] = run_dir.extended
-    if lineage:
-        summary["lineage"] = lineage
+        assert summary.this_invocation is not None
+        summary.this_invocation.cost = estimate(summary.this_invocation.usage, summary.bindings, prices)
+        summary.cost = estimate(summary.usage, summary.bindings, prices)
+    run_dir.store.set_cumulative({"calls": summary.calls, "usage": summary.usage})
+    summary.run_dir = str(run_dir.path)
+    summary.extended = run_dir.extended or None
+    summary.lineage = lineage

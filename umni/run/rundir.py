@@ -16,26 +16,27 @@ from typing import Any
 from umni.protocols.protocol import Protocol
 from umni.reporting.caseindex import write_viewer_files
 from umni.reporting.report import write_report
-from umni.store.artifacts import Blobs, atomic_write_lines, atomic_write_text, canonical_json, fingerprint
+from umni.store.blobs import Blobs
 from umni.store.cache import RunStore
 from umni.store.completion import mark_complete, mark_incomplete
+from umni.store.hashing import fingerprint
+from umni.store.runfolder import LOCK, OWN_FILES, CaseRecord, Manifest, RunFolder, Summary
 from umni.util.errors import InputError
 from umni.util.events import EventLog
 from umni.util.storage import exclusive_folder, storage_guard
 
 #: What identifies the run a directory holds; a resume must match all of it (limit is checked apart).
 IDENTITY_FIELDS = ("protocol", "cases", "identities", "options", "seed")
-#: What umni itself places in a run directory before run.json exists.
-OWN_FILES = frozenset({".lock", "INCOMPLETE"})
 BUSY = "another umni process is using this run directory; wait for it or pick another --out"
 
 
-def run_identity(manifest: dict[str, Any]) -> str:
+def run_identity(manifest: Manifest) -> str:
     """The hash of what a run directory holds; kept in run.db as well as in run.json. A shard's
     directory is also tied to its shard (left out when unsharded, so older directories still match)."""
-    fields = {k: manifest.get(k) for k in IDENTITY_FIELDS}
-    if manifest.get("shard") is not None:
-        fields["shard"] = manifest["shard"]
+    written = manifest.to_json()
+    fields = {k: written.get(k) for k in IDENTITY_FIELDS}
+    if manifest.shard is not None:
+        fields["shard"] = manifest.shard
     return fingerprint(fields)
 
 
@@ -44,6 +45,7 @@ class RunDir:
 
     def __init__(self, path: Path, store: RunStore, events: EventLog, extended: str | None) -> None:
         self.path = path
+        self.files = RunFolder(path)
         #: finished case records, and the run's cumulative calls and usage
         self.store = store
         self.events = events
@@ -52,13 +54,14 @@ class RunDir:
 
     @classmethod
     @contextmanager
-    def open(cls, path: Path, manifest: dict[str, Any]) -> Iterator[RunDir]:
+    def open(cls, path: Path, manifest: Manifest) -> Iterator[RunDir]:
         """Lock `path`, make sure it holds this run (or nothing yet), and mark it incomplete until
         `finish` has written every output file. A folder this command refuses is left exactly as it
         was found: no lock file, no marker, not even the folder itself when it did not exist."""
-        existed, had_lock = path.exists(), (path / ".lock").exists()
+        files = RunFolder(path)
+        existed, had_lock = path.exists(), (path / LOCK).exists()
         with ExitStack() as held:
-            held.enter_context(exclusive_folder(path, ".lock", BUSY))
+            held.enter_context(exclusive_folder(path, LOCK, BUSY))
             try:
                 extended = _check_manifest(path, manifest)
                 _check_existing_run_db(path, manifest)
@@ -66,23 +69,22 @@ class RunDir:
                 _leave_as_found(path, existed, had_lock)
                 raise
             mark_incomplete(path)
-            store = RunStore(path / "run.db")
+            store = RunStore(files.run_db)
             held.callback(store.close)
             _check_run_db(path, store, manifest)
-            events = EventLog(path / "events.jsonl")
+            events = EventLog(files.events_jsonl)
             held.callback(events.close)
             yield cls(path, store, events, extended)
 
     def finish(
-        self, protocol: Protocol[Any, Any, Any, Any], summary: dict[str, Any], records: Iterable[dict[str, Any]], blobs: Blobs,
+        self, protocol: Protocol[Any, Any, Any, Any], summary: Summary, records: Iterable[CaseRecord], blobs: Blobs,
         *, cases: Container[str],
     ) -> None:
         """Write results.jsonl (the full records of `cases`, streamed from run.db), summary.json and
         the report (from `records`), then clear the INCOMPLETE marker."""
         with storage_guard(self.path):  # the report's image copies too: a full disk is one StorageError
-            lines = (canonical_json(r) + "\n" for r in self.store.records_of(cases))
-            atomic_write_lines(self.path / "results.jsonl", lines)
-            atomic_write_text(self.path / "summary.json", json.dumps(summary, indent=2, ensure_ascii=False))
+            self.files.write_results(self.store.records_of(cases))
+            self.files.write_summary(summary)
             write_report(self.path, protocol, summary, records, blobs)
             write_viewer_files(self.path, protocol, summary)  # tables.json and the viewer's case index
         mark_complete(self.path)
@@ -91,16 +93,17 @@ class RunDir:
 def _leave_as_found(path: Path, existed: bool, had_lock: bool) -> None:
     """Undo what opening a refused folder made: the lock file, and the folder when it was new."""
     if not had_lock:
-        (path / ".lock").unlink(missing_ok=True)
+        (path / LOCK).unlink(missing_ok=True)
     if not existed:
         with contextlib.suppress(OSError):  # only ever an empty folder
             path.rmdir()
 
 
-def _check_existing_run_db(path: Path, manifest: dict[str, Any]) -> None:
+def _check_existing_run_db(path: Path, manifest: Manifest) -> None:
     """Refuse a run.db made by another command before anything is written beside it."""
-    if (path / "run.db").exists():
-        store = RunStore(path / "run.db")
+    run_db = RunFolder(path).run_db
+    if run_db.exists():
+        store = RunStore(run_db)
         try:
             made_by = store.made_by()
         finally:
@@ -113,7 +116,7 @@ def _refuse_other_run_db(path: Path) -> None:
     raise InputError(
         "run.db was made by a different command (another protocol, case set, binding, option or seed) "
         "than this one; resume it with the same command, or choose another --out",
-        path=path / "run.db",
+        path=RunFolder(path).run_db,
     )
 
 
@@ -121,19 +124,20 @@ def _limit_text(limit: int | None) -> str:
     return "all cases" if limit is None else f"the first {limit} case(s)"
 
 
-def _check_manifest(out: Path, manifest: dict[str, Any]) -> str | None:
+def _check_manifest(out: Path, manifest: Manifest) -> str | None:
     """Refuse a directory that holds another run, or that is not a run directory at all; refuse a
     --limit that would shrink what the directory holds. Returns a note when the run is extended."""
-    path = out / "run.json"
+    files = RunFolder(out)
+    path = files.run_json
     if not path.exists():
-        if (out / "run.db").exists():  # run.json deleted: run.db itself says which command made it
-            store = RunStore(out / "run.db")
+        if files.run_db.exists():  # run.json deleted: run.db itself says which command made it
+            store = RunStore(files.run_db)
             try:
                 _check_run_db(out, store, manifest)
                 held = len(store.records())
             finally:
                 store.close()
-            limit = manifest.get("limit")
+            limit = manifest.limit
             if limit is not None and held > limit:
                 raise InputError(
                     f"run.db holds {held} cases; --limit {limit} would shrink it. Resume it with --limit {held} or more "
@@ -149,15 +153,16 @@ def _check_manifest(out: Path, manifest: dict[str, Any]) -> str | None:
                     + "); choose a new or empty --out",
                     path=out,
                 )
-        atomic_write_text(path, json.dumps(manifest, indent=2, ensure_ascii=False))
+        files.write_manifest(manifest)
         return None
-    try:
+    try:  # compared as JSON: a run.json an older umni wrote is refused with what differs, not a field error
         old = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError):
         raise InputError("run.json is not valid UTF-8 JSON; this does not look like a umni run directory", path=path) from None
     if not isinstance(old, dict):
         raise InputError("run.json does not hold a JSON object; this does not look like a umni run directory", path=path)
-    differing = [k for k in (*IDENTITY_FIELDS, "shard") if old.get(k) != manifest.get(k)]
+    new = manifest.to_json()
+    differing = [k for k in (*IDENTITY_FIELDS, "shard") if old.get(k) != new.get(k)]
     if differing:
         raise InputError(
             "this run directory was made by a different command (it differs in: "
@@ -165,7 +170,7 @@ def _check_manifest(out: Path, manifest: dict[str, Any]) -> str | None:
             + "); resume it with the same command, or choose another --out",
             path=out,
         )
-    before, now = old.get("limit"), manifest.get("limit")
+    before, now = old.get("limit"), manifest.limit
     if before == now:
         return None
     if now is not None and (before is None or now < before):
@@ -176,11 +181,11 @@ def _check_manifest(out: Path, manifest: dict[str, Any]) -> str | None:
             path=out,
         )
     # a wider --limit: the directory is extended, keeping every finished case
-    atomic_write_text(path, json.dumps(manifest, indent=2, ensure_ascii=False))
+    files.write_manifest(manifest)
     return f"extended this run from {_limit_text(before)} to {_limit_text(now)}"
 
 
-def _check_run_db(out: Path, store: RunStore, manifest: dict[str, Any]) -> None:
+def _check_run_db(out: Path, store: RunStore, manifest: Manifest) -> None:
     """Tie run.db to the command that made it, whatever happened to run.json."""
     identity = run_identity(manifest)
     made_by = store.made_by()
@@ -189,7 +194,7 @@ def _check_run_db(out: Path, store: RunStore, manifest: dict[str, Any]) -> None:
             raise InputError(
                 "run.db holds results but does not record which command made them (written by an older umni); "
                 "choose another --out (the cache still saves the work)",
-                path=out / "run.db",
+                path=RunFolder(out).run_db,
             )
         store.set_made_by(identity)
     elif made_by != identity:

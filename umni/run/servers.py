@@ -13,6 +13,7 @@ from types import TracebackType
 from typing import Any
 
 from umni.backends.contract import Backend
+from umni.store.runfolder import ServerTally, Summary
 from umni.util.events import EventLog
 
 
@@ -22,7 +23,8 @@ class ServerLog:
     def __init__(self, events: EventLog, backends: Iterable[Backend]) -> None:
         self.events = events
         self.backends = list(backends)
-        self.per_server: dict[str, dict[str, Any]] = {}
+        #: server -> its backend, how often it was set aside, returned (and slowed), the last reason
+        self.per_server: dict[str, dict[str, int | str]] = {}
         self._stops: list[Callable[[], None]] = []
 
     def __enter__(self) -> ServerLog:
@@ -45,17 +47,17 @@ class ServerLog:
             if event.startswith("server.") and isinstance(server, str):
                 entry = self.per_server.setdefault(server, {"backend": who, "set_aside": 0, "returned": 0})
                 what = event.removeprefix("server.")  # set_aside, returned, slowed (an adaptive limit cut)
-                entry[what] = entry.get(what, 0) + 1
+                entry[what] = int(entry.get(what, 0)) + 1
                 entry["last_reason"] = fields.get("reason", "")
 
         return heard
 
-    def add_to(self, summary: dict[str, Any]) -> None:
-        """``summary["servers"]``, only for runs that have servers to speak of (a fleet, or any event)."""
+    def add_to(self, summary: Summary) -> None:
+        """``summary.servers``, only for runs that have servers to speak of (a fleet, or any event)."""
         if not self.per_server:
             return
-        summary["servers"] = {
-            "set_aside": sum(e["set_aside"] for e in self.per_server.values()),
-            "returned": sum(e["returned"] for e in self.per_server.values()),
-            "by_server": dict(sorted(self.per_server.items())),
-        }
+        summary.servers = ServerTally(
+            set_aside=sum(int(e["set_aside"]) for e in self.per_server.values()),
+            returned=sum(int(e["returned"]) for e in self.per_server.values()),
+            by_server=dict(sorted(self.per_server.items())),
+        )

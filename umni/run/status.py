@@ -11,15 +11,15 @@ changed and no lock is taken. `Status.to_json` is what the viewer's status page 
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from umni.run.units import HEARTBEAT_S, UnitBook
+from umni.run.units import HEARTBEAT_S, UnitBook, UnitRecord
 from umni.store.census import is_store, take_census
+from umni.store.runfolder import RunFolder, Summary
 from umni.store.urls import is_url
 from umni.util.errors import InputError
 
@@ -50,11 +50,11 @@ def status_of(location: str | Path, now: float | None = None, *, blobs: str | No
     """The status of a sweep folder, a run directory or a result store (`blobs`: a store's blob store)."""
     now = time.time() if now is None else now
     path = Path(location)
-    if is_url(location) or (not (path / "units").is_dir() and not (path / "run.json").is_file() and is_store(path)):
+    if is_url(location) or (not (path / "units").is_dir() and not RunFolder(path).run_json.is_file() and is_store(path)):
         return _store_status(location, blobs, now)
     if (path / "units" / "plan.json").is_file():
         return _sweep_status(path, now)
-    if (path / "run.json").is_file() or any(path.parent.glob(f"{path.name}-shard*of*")):
+    if RunFolder(path).run_json.is_file() or any(path.parent.glob(f"{path.name}-shard*of*")):
         return _run_status(path, now)  # a run directory, or the one its shards will assemble into
     raise InputError(
         "not a split sweep's folder (no units/plan.json), a run directory (no run.json) nor a result store (no cache.db)",
@@ -80,7 +80,7 @@ def _sweep_status(path: Path, now: float) -> Status:
     book = UnitBook(path)
     status = Status(counts={"done": 0, "running": 0, "stale": 0, "pending": 0})
     for unit in book.read_plan():
-        record = book.record(unit["unit"]) or {}
+        record: UnitRecord | dict[str, Any] = book.record(unit["unit"]) or {}
         state = record.get("state", "pending")
         where = unit["out"] + (f" (shard {unit['shard']})" if unit.get("shard") else "")
         if state == "running":
@@ -104,15 +104,15 @@ def _run_status(path: Path, now: float) -> Status:
     status = Status(counts={"done": 0, "running": 0, "pending": 0}, kind="run")
     dirs = [path, *sorted(path.parent.glob(f"{path.name}-shard*of*"))]
     for folder in dirs:
-        if not (folder / "run.json").is_file():
+        files = RunFolder(folder)
+        if not files.run_json.is_file():
             continue
-        complete, total = _cases(folder)
-        events = folder / "events.jsonl"
-        age = now - events.stat().st_mtime if events.is_file() else None
-        summary = _summary(folder)
+        complete, total = _cases(files)
+        age = now - files.events_jsonl.stat().st_mtime if files.events_jsonl.is_file() else None
+        summary = _summary(files)
         if summary is not None and complete == total:
             state = "done"
-            for key, value in summary.get("counts", {}).items():
+            for key, value in summary.counts.model_dump().items():
                 if isinstance(value, int) and folder == path:
                     status.totals[key] = value
         elif age is not None and age < 3 * HEARTBEAT_S:
@@ -125,9 +125,9 @@ def _run_status(path: Path, now: float) -> Status:
     return status
 
 
-def _cases(folder: Path) -> tuple[int, int]:
+def _cases(folder: RunFolder) -> tuple[int, int]:
     """(complete, recorded) cases of a run directory's run.db, read without writing it."""
-    db = folder / "run.db"
+    db = folder.run_db
     if not db.is_file():
         return 0, 0
     connection = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
@@ -140,8 +140,11 @@ def _cases(folder: Path) -> tuple[int, int]:
     return int(complete), int(total)
 
 
-def _summary(folder: Path) -> dict[str, Any] | None:
+def _summary(folder: RunFolder) -> Summary | None:
+    """The run's summary.json; None while there is none (or none that reads: one being replaced)."""
+    if not folder.summary_json.is_file():
+        return None
     try:
-        return dict(json.loads((folder / "summary.json").read_text()))
-    except (FileNotFoundError, ValueError):
+        return folder.read_summary()
+    except InputError:
         return None

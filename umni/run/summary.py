@@ -5,51 +5,54 @@ over every invocation of a resumed run; `this_invocation` keeps the latest one's
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict
 from typing import Any
+
+from pydantic import BaseModel
 
 from umni.backends.bindings import Bindings
 from umni.engine.kinds import RunStats
 from umni.graph.outcomes import FAILURE_KINDS
 from umni.protocols.protocol import CaseSet, Protocol, sum_tallies
 from umni.protocols.scores import scores_json
+from umni.store.runfolder import CaseRecord, Counts, Invocation, RunScores, SkippedCase, Summary, Totals
 
 
-def _sum_counts(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+def _sum_counts(a: Mapping[str, int | None], b: Mapping[str, int | None]) -> dict[str, int | None]:
     """Field-wise sum of two usage records; a count unknown (None) on either side stays unknown."""
-    total: dict[str, Any] = {}
+    total: dict[str, int | None] = {}
     for name in sorted(set(a) | set(b)):
         x, y = a.get(name, 0), b.get(name, 0)
         total[name] = None if x is None or y is None else x + y
     return total
 
 
-def add_cumulative(summary: dict[str, Any], before: dict[str, Any]) -> None:
+def add_cumulative(summary: Summary, before: Totals) -> None:
     """Make `calls` and `usage` the run's totals over every invocation, and keep this invocation's
     own figures under `this_invocation` (a resume of a finished run reports 0 calls there, not in the totals)."""
-    now_calls, now_usage = summary["calls"], summary["usage"]
-    summary["this_invocation"] = {"calls": now_calls, "usage": now_usage}
+    now_calls, now_usage = summary.calls, summary.usage
+    summary.this_invocation = Invocation(calls=now_calls, usage=now_usage)
     calls = dict(before.get("calls", {}))
     for role, n in now_calls.items():
         calls[role] = calls.get(role, 0) + n
     usage = {role: dict(u) for role, u in before.get("usage", {}).items()}
     for role, used in now_usage.items():
         usage[role] = _sum_counts(usage.get(role, {}), used)
-    summary["calls"] = dict(sorted(calls.items()))
-    summary["usage"] = dict(sorted(usage.items()))
+    summary.calls = dict(sorted(calls.items()))
+    summary.usage = dict(sorted(usage.items()))
 
 
 def build_summary(
     protocol: Protocol[Any, Any, Any, Any],
-    options: Any,
+    options: BaseModel,
     case_set: CaseSet[Any],
     bindings: Bindings,
-    records: Iterable[dict[str, Any]],
+    records: Iterable[CaseRecord],
     stats: RunStats,
     reused_nodes: int,
     seconds: float,
-) -> dict[str, Any]:
+) -> Summary:
     """summary.json. `records` may be read more than once (a run's are streamed from run.db, one
     at a time on each pass: `umni.store.cache.StoredRecords`)."""
     failures: Counter[str] = Counter()
@@ -64,46 +67,46 @@ def build_summary(
                 failures[node["failure"]["kind"]] += 1
             for note in node.get("notes", ()):
                 node_notes[note.partition(":")[0].strip()] += 1
-    counts = {
-        "cases": cases,
-        "nodes": sum(stats.statuses.values()) + reused_nodes,
-        "computed": stats.statuses["computed"],
-        "cached": stats.statuses["cached"] + reused_nodes,
-        "failed": stats.statuses["failed"],
-        "blocked": stats.statuses["blocked"],
-        "skipped": stats.statuses["skipped"],
-        "skipped_cases": len(case_set.skipped),
-    }
-    if stats.statuses["pending"]:  # a --phase run: work left for another phase
-        counts["pending"] = stats.statuses["pending"]
-    return {
-        "protocol": protocol.name,
-        "title": protocol.title,
-        "bindings": bindings.specs(),
-        "backends": bindings.identities(),
-        "options": options.model_dump(mode="json"),
-        "counts": counts,
+    counts = Counts(
+        cases=cases,
+        nodes=sum(stats.statuses.values()) + reused_nodes,
+        computed=stats.statuses["computed"],
+        cached=stats.statuses["cached"] + reused_nodes,
+        failed=stats.statuses["failed"],
+        blocked=stats.statuses["blocked"],
+        skipped=stats.statuses["skipped"],
+        skipped_cases=len(case_set.skipped),
+        # a --phase run: work left for another phase
+        pending=stats.statuses["pending"] or None,
+    )
+    return Summary(
+        protocol=protocol.name,
+        title=protocol.title,
+        bindings=bindings.specs(),
+        backends=bindings.identities(),
+        options=options.model_dump(mode="json"),
+        counts=counts,
         # every kind a node failed with is counted, a kind not listed in FAILURE_KINDS (a plugin's) too
-        "failures": {kind: failures[kind] for kind in FAILURE_KINDS}
+        failures={kind: failures[kind] for kind in FAILURE_KINDS}
         | {kind: n for kind, n in sorted(failures.items()) if kind not in FAILURE_KINDS}
         | {"blocked": statuses["blocked"]},
-        "calls": dict(sorted(stats.calls.items())),
-        "usage": {role: asdict(u) for role, u in sorted(stats.usage.items())},
-        "wall_seconds": round(seconds, 3),
-        "skipped_cases": [asdict(s) for s in case_set.skipped],
-        "notes": len(case_set.notes),
+        calls=dict(sorted(stats.calls.items())),
+        usage={role: asdict(u) for role, u in sorted(stats.usage.items())},
+        wall_seconds=round(seconds, 3),
+        skipped_cases=[SkippedCase(case_id=s.case_id, reason=s.reason) for s in case_set.skipped],
+        notes=len(case_set.notes),
         # inputs a backend could not honour (context images a text-only model ignored, prompts cut to
         # the text encoder's length), by kind; each is listed on its node in results.jsonl
-        "node_notes": dict(sorted(node_notes.items())),
-        "scores": _scores(protocol, records, options, bindings),
-    }
+        node_notes=dict(sorted(node_notes.items())),
+        scores=_scores(protocol, records, options, bindings),
+    )
 
 
-def _scores(protocol: Protocol[Any, Any, Any, Any], records: Iterable[dict[str, Any]], options: Any, bindings: Bindings) -> dict[str, Any]:
+def _scores(protocol: Protocol[Any, Any, Any, Any], records: Iterable[CaseRecord], options: BaseModel, bindings: Bindings) -> RunScores:
     """The protocol's scores as JSON; a judged protocol also names its judge there, pinned for leaderboards.
     A protocol that scores from tallies is summed one record at a time; others get the list."""
     totals = sum_tallies(protocol, records, options)
     scores = scores_json(protocol.score_tallies(totals, options) if totals is not None else protocol.summarize(list(records), options))
     if "judge" in protocol.roles and scores.get("judge") is None:
         scores["judge"] = bindings.specs().get("judge")
-    return scores
+    return RunScores(scores)

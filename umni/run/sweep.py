@@ -61,8 +61,8 @@ from umni.run.slurm import slurm_script
 from umni.run.sweep_placement import Placement, check_placement, placed
 from umni.run.turns import needed_backends, take_turns
 from umni.run.units import HEARTBEAT_S, Unit, UnitBook, plan, select, unit_weights
-from umni.store.artifacts import fingerprint
 from umni.store.cache import Cache
+from umni.store.hashing import fingerprint
 from umni.util.errors import InputError, InputErrors, StorageError, UmniError
 from umni.util.sharding import Shard, parse_shard
 from umni.util.stopping import run_async
@@ -304,7 +304,7 @@ async def _run_units(
             beat.start_soon(_heartbeat, book, unit, str(part))
             result = await evaluate_async(requests[index], prepared[index], lanes=lanes, cache=cache, close_backends=False)
             beat.cancel_scope.cancel()
-        book.mark(unit, "done", finished=time.time(), counts=result.summary["counts"], part=str(part))
+        book.mark(unit, "done", finished=time.time(), counts=result.summary.counts.model_dump(), part=str(part))
         results.append(result)
 
     lock = f".sweep-shard{part.index}of{part.count}.lock"
@@ -353,9 +353,9 @@ def _assemble_if_free(path: Path) -> Path | None:
 def _write_sweep_outputs(out: Path, done: list[RunResult]) -> None:
     summaries = [r.summary for r in done]
     write_leaderboard(build_tables(summaries), out, tidy=build_tables(summaries, layout="tidy"))
-    runs = [{"out": str(r.out), "bindings": r.summary["bindings"], "protocol": r.summary["protocol"]} for r in done]
+    runs = [{"out": str(r.out), "bindings": r.summary.bindings, "protocol": r.summary.protocol} for r in done]
     pools = pools_held(out)  # what each Ray pool held (`umni.run.turns`); none without placement
     (out / "sweep.json").write_text(json.dumps({"runs": runs, **({"pools": pools} if pools else {})}, indent=2))
     from umni.reporting.sweep_report import write_sweep_report
 
-    write_sweep_report(out, done)
+    write_sweep_report(out, [(r.out, r.summary) for r in done])

@@ -30,6 +30,7 @@ from umni.backends.contract import Backend
 from umni.backends.placement import RayPool, connect
 from umni.run.config import RunConfig
 from umni.run.evaluation import Prepared, has_work
+from umni.store.runfolder import EVENTS_JSONL
 from umni.util.errors import ConfigError
 from umni.util.events import EventLog
 
@@ -51,7 +52,7 @@ async def take_turns(
                 tg.start_soon(work, index)
         return
     connect(ray or "auto")
-    events = EventLog(out / "events.jsonl")
+    events = EventLog(out / EVENTS_JSONL)  # the sweep folder keeps its event log as a run folder does
     try:
         await Turns(runs, events).run(work)
     finally:

@@ -20,15 +20,51 @@ import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, Unpack, cast
 
 from umni.protocols.protocol import get_protocol
 from umni.run.config import RunConfig
-from umni.store.artifacts import fingerprint
+from umni.store.hashing import fingerprint
+from umni.store.runfolder import RunFolder
 from umni.util.sharding import Shard
 
 #: Seconds between heartbeats of a running unit; `umni status` calls one older than 3 of these stale.
 HEARTBEAT_S = 30.0
+
+
+class UnitEntry(TypedDict):
+    """A unit in the sweep's plan (``units/plan.json``)."""
+
+    unit: str
+    run: int
+    #: the case shard I/N, None for the whole run
+    shard: str | None
+    out: str
+
+
+class UnitRecord(UnitEntry, total=False):
+    """A unit's record (``units/<unit>.json``), replaced whole at each change of state and heartbeat."""
+
+    state: str  # running or done
+    host: str
+    pid: int
+    heartbeat: float
+    started: float
+    finished: float
+    #: the sweep shard (I/N) running it
+    part: str
+    #: the finished run's summary.json counts
+    counts: dict[str, int]
+    slurm_job: str
+
+
+class UnitUpdate(TypedDict, total=False):
+    """What `UnitBook.mark` adds to a unit's record besides its state."""
+
+    started: float
+    finished: float
+    part: str
+    counts: dict[str, int]
 
 
 @dataclass(frozen=True)
@@ -44,7 +80,7 @@ class Unit:
     def name(self) -> str:
         return f"u{self.index:05d}"
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> UnitEntry:
         return {"unit": self.name, "run": self.run, "shard": str(self.shard) if self.shard else None, "out": str(self.out)}
 
 
@@ -122,26 +158,26 @@ class UnitBook:
         self.folder.mkdir(parents=True, exist_ok=True)
         _write_json(self.folder / "plan.json", {"units": [u.describe() for u in units]})
 
-    def read_plan(self) -> list[dict[str, Any]]:
+    def read_plan(self) -> list[UnitEntry]:
         try:
             return list(json.loads((self.folder / "plan.json").read_text())["units"])
         except FileNotFoundError:
             return []
 
-    def record(self, name: str) -> dict[str, Any] | None:
+    def record(self, name: str) -> UnitRecord | None:
         try:
-            return dict(json.loads((self.folder / f"{name}.json").read_text()))
+            return cast(UnitRecord, dict(json.loads((self.folder / f"{name}.json").read_text())))
         except (FileNotFoundError, ValueError):  # a record being replaced reads as none for a moment
             return None
 
     def is_done(self, unit: Unit) -> bool:
         record = self.record(unit.name)
-        return record is not None and record.get("state") == "done" and (unit.out / "summary.json").is_file()
+        return record is not None and record.get("state") == "done" and RunFolder(unit.out).summary_json.is_file()
 
-    def mark(self, unit: Unit, state: str, **extra: Any) -> None:
+    def mark(self, unit: Unit, state: str, **extra: Unpack[UnitUpdate]) -> None:
         """Replace the unit's record (`extra`: e.g. ``part='2/8'``, the sweep shard running it)."""
         self.folder.mkdir(parents=True, exist_ok=True)
-        record = {**unit.describe(), "state": state, "host": socket.gethostname(), "pid": os.getpid(), "heartbeat": time.time(), **extra}
+        record: UnitRecord = {**unit.describe(), "state": state, "host": socket.gethostname(), "pid": os.getpid(), "heartbeat": time.time(), **extra}
         job = os.environ.get("SLURM_JOB_ID")
         if job:
             record["slurm_job"] = job

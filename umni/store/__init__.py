@@ -10,28 +10,27 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from umni.store.artifacts import (
+    from umni.store.atomic import atomic_write_lines, atomic_write_text
+    from umni.store.blobs import Blobs, BlobStore
+    from umni.store.cache import Cache, RunStore
+    from umni.store.completion import MARKER, is_complete, mark_complete, mark_incomplete, require_complete
+    from umni.store.hashing import canonical_json, fingerprint
+    from umni.store.imageref import ImageRef
+    from umni.store.images import (
         MAX_CASE_PIXELS,
-        Blobs,
-        BlobStore,
-        ImageRef,
         as_stored,
-        atomic_write_text,
-        canonical_json,
         check_image_file,
         encode_for_store,
         encode_png,
-        fingerprint,
         load_case_image,
     )
-    from umni.store.cache import Cache, RunStore
-    from umni.store.completion import MARKER, is_complete, mark_complete, mark_incomplete, require_complete
     from umni.store.location import default_cache_dir
     from umni.store.results import Batches, ResultStore, StoredRow, row_checksum
     from umni.store.urls import describe, is_url, open_blobs, open_results, register_blob_scheme, run_blobs
 
 __all__ = [
     "as_stored",
+    "atomic_write_lines",
     "atomic_write_text",
     "Batches",
     "Blobs",
@@ -67,7 +66,11 @@ __all__ = [
 #: blob store, the INCOMPLETE marker; `umni view` at start) does not import the SQLite cache, the
 #: result store and their dependencies with it.
 _HOME = {
-    **dict.fromkeys(["Blobs", "BlobStore", "ImageRef", "MAX_CASE_PIXELS", "as_stored", "atomic_write_text", "canonical_json", "check_image_file", "encode_for_store", "encode_png", "fingerprint", "load_case_image"], "artifacts"),
+    **dict.fromkeys(["atomic_write_lines", "atomic_write_text"], "atomic"),
+    **dict.fromkeys(["Blobs", "BlobStore"], "blobs"),
+    **dict.fromkeys(["canonical_json", "fingerprint"], "hashing"),
+    **dict.fromkeys(["ImageRef"], "imageref"),
+    **dict.fromkeys(["MAX_CASE_PIXELS", "as_stored", "check_image_file", "encode_for_store", "encode_png", "load_case_image"], "images"),
     **dict.fromkeys(["Cache", "RunStore"], "cache"),
     **dict.fromkeys(["MARKER", "is_complete", "mark_complete", "mark_incomplete", "require_complete"], "completion"),
     **dict.fromkeys(["default_cache_dir"], "location"),

@@ -18,10 +18,11 @@ import json
 import sqlite3
 from collections.abc import Container, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from umni.store.location import default_cache_dir
 from umni.store.results import row_checksum
+from umni.store.runfolder import CaseRecord, Totals
 from umni.store.sqlite import SCHEMA_VERSION, SqliteResults, connect
 from umni.store.urls import describe, open_blobs, open_results, process_provenance
 from umni.util.errors import StorageError
@@ -182,7 +183,7 @@ class RunStore:
             self.db.execute(self.SCHEMA)
             self.db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
 
-    def put(self, case_id: str, position: int, record: dict[str, Any], complete: bool) -> None:
+    def put(self, case_id: str, position: int, record: CaseRecord, complete: bool) -> None:
         text = scrub(json.dumps(record, ensure_ascii=False))
         with storage_guard(self.path):
             self.db.execute(
@@ -224,7 +225,7 @@ class RunStore:
             )
             self.db.execute("INSERT OR REPLACE INTO made_by(id, identity) VALUES (1, ?)", (identity,))
 
-    def cumulative(self) -> dict[str, Any]:
+    def cumulative(self) -> Totals:
         """Calls and usage of every earlier invocation into this directory ({} for a new one)."""
         with storage_guard(self.path):
             self.db.execute(
@@ -233,7 +234,7 @@ class RunStore:
             row = self.db.execute("SELECT totals FROM totals WHERE id = 1").fetchone()
         return json.loads(row[0]) if row else {}
 
-    def set_cumulative(self, totals: dict[str, Any]) -> None:
+    def set_cumulative(self, totals: Totals) -> None:
         with storage_guard(self.path):
             self.db.execute(
                 "CREATE TABLE IF NOT EXISTS totals (id INTEGER PRIMARY KEY CHECK (id = 1), totals TEXT NOT NULL)"
@@ -246,10 +247,10 @@ class RunStore:
         with storage_guard(self.path):
             return self.db.execute("SELECT 1 FROM cases LIMIT 1").fetchone() is not None
 
-    def records(self) -> list[dict[str, Any]]:
+    def records(self) -> list[CaseRecord]:
         return list(self.each_record())
 
-    def each_record(self) -> Iterator[dict[str, Any]]:
+    def each_record(self) -> Iterator[CaseRecord]:
         """The records one at a time, in position order, each verified as it is read."""
         for *_, record in self._each_row():
             yield json.loads(record)
@@ -273,9 +274,10 @@ class StoredRecords:
         self.ids = ids
         self.without = without
 
-    def __iter__(self) -> Iterator[dict[str, Any]]:
+    def __iter__(self) -> Iterator[CaseRecord]:
         for record in self.store.each_record():
             if record.get("case_id") in self.ids:
+                fields = cast(dict[str, Any], record)  # a protocol's record: more fields than CaseRecord names
                 for name in self.without:
-                    record.pop(name, None)
+                    fields.pop(name, None)
                 yield record

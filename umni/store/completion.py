@@ -12,10 +12,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from umni.store.runfolder import INCOMPLETE
 from umni.util.errors import InputError
 from umni.util.storage import storage_guard
 
-MARKER = "INCOMPLETE"
+#: The marker's file name (`umni.store.runfolder`).
+MARKER = INCOMPLETE
 
 _TEXT = (
     "umni is writing this run directory, or was stopped while writing it: its results.jsonl,\n"

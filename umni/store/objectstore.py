@@ -29,7 +29,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl, urlsplit
 
-from umni.store.artifacts import Blobs
+from umni.store.blobs import Blobs
 from umni.util.errors import ConfigError, StorageError
 from umni.util.extras import describe_missing
 

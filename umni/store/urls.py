@@ -16,13 +16,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from umni.store.artifacts import Blobs, BlobStore
+from umni.store.blobs import Blobs, BlobStore
 from umni.store.location import default_cache_dir
 from umni.store.provenance import process_provenance
 from umni.store.results import ResultStore, StoredRow, row_checksum
+from umni.store.runfolder import Manifest
 from umni.util.errors import ConfigError
 
 __all__ = [
@@ -111,13 +111,13 @@ def describe(location: str | Path) -> str:
     return str(location)
 
 
-def run_blobs_location(manifest: dict[str, Any]) -> str | Path | None:
+def run_blobs_location(manifest: Manifest) -> str | Path | None:
     """Where a run directory's images live, from its run.json: `blobs`, else the blob folder its
     `cache` implies (a PostgreSQL cache without `blobs` used the user cache dir's); None when the
     manifest names neither."""
-    if manifest.get("blobs"):
-        return str(manifest["blobs"])
-    cache = manifest.get("cache")
+    if manifest.blobs:
+        return manifest.blobs
+    cache = manifest.cache
     if not cache:
         return None
     scheme = _scheme(cache)
@@ -128,7 +128,7 @@ def run_blobs_location(manifest: dict[str, Any]) -> str | Path | None:
     return None
 
 
-def run_blobs(manifest: dict[str, Any]) -> Blobs | None:
+def run_blobs(manifest: Manifest) -> Blobs | None:
     """The blob store at `run_blobs_location`; None when the manifest names none or the store
     cannot be opened (readers then show no images; the viewer opens it itself, to say why)."""
     try:

@@ -28,8 +28,9 @@ from umni.graph.nodes import ImageFile, Node, OutputType, Ref
 from umni.graph.outcomes import Outcome
 from umni.graph.params import NodeParams
 from umni.graph.registry import Slot
-from umni.store.artifacts import ImageRef, fingerprint
 from umni.store.cache import Cache
+from umni.store.hashing import fingerprint
+from umni.store.imageref import ImageRef
 from umni.util.errors import BackendError, ConfigError, DegenerateOutput
 from umni.util.events import EventLog
 from umni.util.policy import DEFAULT_CACHE, CachePolicy, RetryPolicy

@@ -16,8 +16,8 @@ from PIL import Image
 
 from umni.graph.graph import ImageFile, Node, Ref
 from umni.graph.outcomes import Outcome
-from umni.store.artifacts import ImageRef
 from umni.store.cache import Cache
+from umni.store.imageref import ImageRef
 from umni.util.filehash import stat_key
 
 

@@ -14,7 +14,7 @@ from umni.engine.kinds import register
 from umni.engine.kinds.base import Kind, KindContext
 from umni.graph.graph import Node
 from umni.graph.params import JudgeParams
-from umni.store.artifacts import fingerprint
+from umni.store.hashing import fingerprint
 from umni.util.errors import ConfigError, InvalidAnswer, OutputFailure, ParseFailure
 
 

@@ -26,7 +26,7 @@ def _coverage(row: dict[str, Any]) -> tuple[int | None, int | None]:
 
 def paper(runs: list[Run], with_ci: bool) -> list[Table]:
     def cells(run: Run) -> list[Cell]:
-        main = run.summary["scores"].get("main_table", {})
+        main = run.summary.scores.get("main_table", {})
         out = [score(run, f"main_table/{task}/{g}", main.get(task, {}).get(g), with_ci=with_ci, decimals=1) for task, _ in TASKS for g in GROUPS]
         return out + [headline(run, with_ci, *_coverage(main.get("overall", {})), decimals=1)]
 
@@ -39,10 +39,10 @@ def paper(runs: list[Run], with_ci: bool) -> list[Table]:
 
 def tidy(runs: list[Run], with_ci: bool) -> list[Table]:
     table = Table("AEGIS · task × domain group", "aegis", ["run", "task"], [*GROUPS, "Overall"], note="runs sorted by Overall")
-    ordered = sorted(runs, key=lambda r: -(as_number(r.summary["scores"].get("overall")) or -1e9))
+    ordered = sorted(runs, key=lambda r: -(as_number(r.summary.scores.get("overall")) or -1e9))
     for run in ordered:
         coverage, failed = run_coverage(run.summary)
-        main = run.summary["scores"].get("main_table", {})
+        main = run.summary.scores.get("main_table", {})
         for task in [t for t, _ in TASKS] + ["overall"]:
             row = main.get(task)
             if row is None:

@@ -29,13 +29,13 @@ def score(run: Run, key: str, value: Any, answered: int | None = None, total: in
 
 
 def headline(run: Run, with_ci: bool, answered: int | None, total: int | None, decimals: int = 2) -> Cell:
-    return score(run, "overall", run.summary.get("scores", {}).get("overall"), answered, total, with_ci=with_ci, decimals=decimals)
+    return score(run, "overall", run.summary.scores.get("overall"), answered, total, with_ci=with_ci, decimals=decimals)
 
 
 def by_headline(runs: Sequence[Run]) -> list[Run]:
     """Runs best first by their overall score (runs without one last)."""
     def key(run: Run) -> tuple[int, float]:
-        value = as_number(run.summary.get("scores", {}).get("overall"))
+        value = as_number(run.summary.scores.get("overall"))
         return (1, 0.0) if value is None else (0, -value)
 
     return sorted(runs, key=key)

@@ -9,14 +9,14 @@ from umni.reporting.tables import Cell, Table
 
 
 def table(runs: list[Run], with_ci: bool) -> list[Table]:
-    protocol = runs[0].summary.get("protocol", "?")
+    protocol = runs[0].summary.protocol
     columns: list[str] = []
     for run in runs:
-        columns += [k for k, v in flatten_scores(run.summary.get("scores", {})).items() if k not in columns and (as_number(v) is not None or v is None)]
+        columns += [k for k, v in flatten_scores(run.summary.scores.root).items() if k not in columns and (as_number(v) is not None or v is None)]
 
     def cells(run: Run) -> list[Cell]:
-        flat = flatten_scores(run.summary.get("scores", {}))
+        flat = flatten_scores(run.summary.scores.root)
         return [score(run, c, flat.get(c), with_ci=with_ci) for c in columns]
 
-    title = runs[0].summary.get("title", protocol)
+    title = runs[0].summary.title or protocol
     return [rows_table(str(title), protocol, runs, columns, cells, sort_on=columns.index("overall") if "overall" in columns else 0)]

@@ -38,7 +38,7 @@ def _applicable(part: dict[str, Any], metric: str, cases: int | None, dimension:
 
 
 def _overall(run: Run, with_ci: bool) -> Cell:
-    s = run.summary["scores"]
+    s = run.summary.scores.root
     cases = s.get("cases")
     if "complete" in s:
         complete = s["complete"]
@@ -63,7 +63,7 @@ def _metric(run: Run, part: dict[str, Any], key: str, metric: str, cases: int | 
 
 def paper(runs: list[Run], with_ci: bool) -> list[Table]:
     def cells(run: Run) -> list[Cell]:
-        s = run.summary["scores"]
+        s = run.summary.scores.root
         out = [_overall(run, with_ci)]
         for dimension in DIMENSIONS:
             part = s.get("dimensions", {}).get(dimension)
@@ -83,10 +83,10 @@ def paper(runs: list[Run], with_ci: bool) -> list[Table]:
 
 
 def tidy(runs: list[Run], with_ci: bool) -> list[Table]:
-    dims = sorted({d for r in runs for d in r.summary["scores"].get("dimensions", {})})
+    dims = sorted({d for r in runs for d in r.summary.scores.get("dimensions", {})})
 
     def cells(run: Run) -> list[Cell]:
-        s = run.summary["scores"]
+        s = run.summary.scores.root
         cases = s.get("cases")
         weights = s.get("weights", {"rc": 0.6, "vc": 0.35, "aq": 0.05})
         out = [_overall(run, with_ci)] + [_metric(run, s, m, m, cases, with_ci) for m in METRICS]

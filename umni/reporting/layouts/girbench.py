@@ -25,7 +25,7 @@ TASKS = {
 
 
 def _task(run: Run, key: str, with_ci: bool) -> Cell:
-    ms = run.summary["scores"].get("metrics", {})
+    ms = run.summary.scores.get("metrics", {})
     if key not in ms:
         return Cell(None, decimals=3)
     m = ms[key]
@@ -35,10 +35,10 @@ def _task(run: Run, key: str, with_ci: bool) -> Cell:
 def tasks_table(runs: list[Run], with_ci: bool) -> Table:
     metrics: list[str] = []
     for run in runs:
-        metrics += [m for m in run.summary["scores"].get("metrics", {}) if m not in metrics]
+        metrics += [m for m in run.summary.scores.get("metrics", {}) if m not in metrics]
 
     def cells(run: Run) -> list[Cell]:
-        s = run.summary["scores"]
+        s = run.summary.scores.root
         ms = s.get("metrics", {})
         part = [ms[m] for m in s.get("overall_of", []) if m in ms]
         answered = sum(p.get("scored") or 0 for p in part) if part else None
@@ -52,11 +52,11 @@ def tasks_table(runs: list[Run], with_ci: bool) -> Table:
 def uni_table(runs: list[Run], with_ci: bool) -> Table | None:
     """Table 1, for runs that ran a Uni task (none otherwise); a side a run did not run reads "—"
     as the paper's dash."""
-    if not any(run.summary["scores"].get("uni") for run in runs):
+    if not any(run.summary.scores.get("uni") for run in runs):
         return None
 
     def cells(run: Run) -> list[Cell]:
-        uni = run.summary["scores"].get("uni") or {}
+        uni = run.summary.scores.get("uni") or {}
         out: list[Cell] = []
         for _, side in UNI_SIDES:
             values = uni.get(side) or {}

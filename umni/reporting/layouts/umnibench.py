@@ -35,28 +35,28 @@ def _domain_counts(s: dict[str, Any], domain: str) -> tuple[int | None, int | No
 
 def _question(q: str, with_ci: bool) -> Any:
     def make(run: Run) -> Cell:
-        s = run.summary["scores"]
+        s = run.summary.scores.root
         return score(run, f"questions/{q}", s.get("questions", {}).get(q), *_counts(s, [q]), with_ci=with_ci)
     return make
 
 
 def _stage(stage: str, with_ci: bool) -> Any:
     def make(run: Run) -> Cell:
-        s = run.summary["scores"]
+        s = run.summary.scores.root
         return score(run, f"stages/{stage}", s.get("stages", {}).get(stage), *_counts(s, STAGES[stage]), with_ci=with_ci)
     return make
 
 
 def _domain(domain: str, with_ci: bool) -> Any:
     def make(run: Run) -> Cell:
-        s = run.summary["scores"]
+        s = run.summary.scores.root
         return score(run, f"domains/{domain}", s.get("domains", {}).get(domain), *_domain_counts(s, domain), with_ci=with_ci)
     return make
 
 
 def _overall(with_ci: bool) -> Any:
     def make(run: Run) -> Cell:
-        s = run.summary["scores"]
+        s = run.summary.scores.root
         return headline(run, with_ci, *_counts(s, [q for qs in STAGES.values() for q in qs]))
     return make
 
@@ -70,7 +70,7 @@ def paper(runs: list[Run], with_ci: bool) -> list[Table]:
     by_question = columns_table("UmniBench · questions by stage (paper Table 2)", "umnibench", runs, ["Stage", "Question"], rows,
                               note="accuracy (0–100) per question; Ave. a stage's mean of its questions, the last row the overall")
 
-    domains = sorted({d for r in runs for d in r.summary["scores"].get("domains", {})})
+    domains = sorted({d for r in runs for d in r.summary.scores.get("domains", {})})
     made = {d: mean_cell([_domain(d, False)(run) for run in runs]) for d in domains}
 
     def order(domain: str) -> tuple[int, float, str]:
@@ -91,8 +91,8 @@ def tidy(runs: list[Run], with_ci: bool) -> list[Table]:
     def main(run: Run) -> list[Cell]:
         return [_overall(with_ci)(run)] + [_stage(st, with_ci)(run) for st in STAGES]
 
-    questions = sorted({q for r in runs for q in r.summary["scores"].get("questions", {})}, key=lambda q: int(q[1:]) if q[1:].isdigit() else 99)
-    domains = sorted({d for r in runs for d in r.summary["scores"].get("domains", {})})
+    questions = sorted({q for r in runs for q in r.summary.scores.get("questions", {})}, key=lambda q: int(q[1:]) if q[1:].isdigit() else 99)
+    domains = sorted({d for r in runs for d in r.summary.scores.get("domains", {})})
     return [
         rows_table("UmniBench · overall and stages", "umnibench", runs, ["Overall", "Generation", "Interaction", "Counterfactual"], main),
         rows_table("UmniBench · questions", "umnibench", runs, questions, lambda r: [_question(q, with_ci)(r) for q in questions]),

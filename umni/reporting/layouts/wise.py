@@ -14,7 +14,7 @@ NAMES = {"culture": "Cultural"}
 
 def table(runs: list[Run], with_ci: bool) -> list[Table]:
     def cells(run: Run) -> list[Cell]:
-        s = run.summary["scores"]
+        s = run.summary.scores.root
         scored, failed = s.get("scored_by_category", {}), s.get("failed_by_category", {})
         out = [score(run, c, s.get(c), scored.get(c), (scored.get(c) or 0) + (failed.get(c) or 0), with_ci=with_ci) if c in scored
                else score(run, c, s.get(c), with_ci=with_ci) for c in CATEGORIES]
@@ -25,6 +25,6 @@ def table(runs: list[Run], with_ci: bool) -> list[Table]:
             overall.reason = f"no score for {', '.join(unscored)}: Overall weights all six categories"
         return out + [overall]
 
-    metric = {r.summary["scores"].get("metric", "score") for r in runs}
+    metric = {r.summary.scores.get("metric", "score") for r in runs}
     names = [NAMES.get(c, c.capitalize()) for c in CATEGORIES]
     return [rows_table(f"WISE · categories ({'/'.join(sorted(metric))})", "wise", runs, names + ["Overall"], cells, sort_on=len(CATEGORIES))]
