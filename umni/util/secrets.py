@@ -18,6 +18,8 @@ import re
 import threading
 from typing import Any
 
+from umni.util.credentials import strip_userinfo  # noqa: F401 - also importable from here
+
 MASK = "***"
 
 #: Secrets shorter than this are not registered: masking "a" everywhere would garble every text.
@@ -28,8 +30,6 @@ _secrets: set[str] = set()
 #: `_secrets` sorted longest first, rebuilt when one is registered (scrub runs on every log line)
 _ordered: tuple[str, ...] = ()
 
-# scheme://user[:password]@  (the @ also URL-encoded, as a spec string quotes it)
-_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*:(?://|%2F%2F))[^\s/@\"'<>?#&]+(?:@|%40)")
 _OBJECT_REPR = re.compile(r"<([A-Za-z_][\w.]*) object at 0x[0-9a-fA-F]+>")
 
 
@@ -71,13 +71,6 @@ def mask(text: str, secrets: tuple[str, ...] | None = None) -> str:
         if secret in text:
             text = text.replace(secret, MASK)
     return text
-
-
-def strip_userinfo(text: str) -> str:
-    """Every URL in `text` without its ``user:password@`` part."""
-    if "//" not in text and "%2" not in text:  # no URL authority at all: skip the regex
-        return text
-    return _USERINFO.sub(r"\1", text)
 
 
 def scrub(text: str) -> str:
