@@ -12,12 +12,11 @@ import os
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from PIL import Image
-from s3_server import CLIENT_ENV, S3Server
+from s3_server import S3Server
 from store_runs import RUN_TIMEOUT, command, run
 
 from umni.protocols.protocol import get_protocol
@@ -34,22 +33,6 @@ def _bundled_cases() -> int:
 
 #: Every bundled UmniBench case: the whole benchmark on sim/umm.
 LIMIT = _bundled_cases()
-
-
-@pytest.fixture(scope="module")
-def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
-    """One server for the module (it starts in seconds); each test writes under its own prefix."""
-    with pytest.MonkeyPatch.context() as patch:
-        for name, value in CLIENT_ENV.items():
-            patch.setenv(name, value)
-        for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_PROFILE"):
-            patch.delenv(name, raising=False)
-        server = S3Server(tmp_path_factory.mktemp("s3") / "recording.jsonl").start()
-        server.create_bucket("umni-blobs")
-        try:
-            yield server
-        finally:
-            server.stop()
 
 
 @pytest.fixture(scope="module")
@@ -117,7 +100,7 @@ def test_bad_urls_and_a_missing_bucket_are_config_errors(s3: S3Server, prefix: s
     with pytest.raises(ConfigError, match="bucket 'no-such-bucket' does not exist"):
         open_blobs(f"s3://no-such-bucket/x?endpoint_url={s3.endpoint}")
     with pytest.raises(ConfigError, match="unknown parameter"):
-        open_blobs(f"s3://umni-blobs/x?endpoint_url={s3.endpoint}&secret=x")
+        open_blobs(f"s3://umni-blobs/x?endpoint_url={s3.endpoint}&bogus=x")
     with pytest.raises(ConfigError, match="names a bucket"):
         open_blobs("s3:///x")
 

@@ -43,8 +43,9 @@ def register_secret(value: str | None) -> None:
                 _ordered = tuple(sorted(_secrets, key=len, reverse=True))
 
 
-#: Environment variables whose values are credentials by their name (HF_TOKEN, OPENAI_API_KEY, ...).
-_CREDENTIAL_NAME = re.compile(r"(?:^|_)(?:API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD)$", re.IGNORECASE)
+#: Environment variables whose values are credentials by their name (HF_TOKEN, OPENAI_API_KEY,
+#: AWS_SECRET_ACCESS_KEY, PGPASSWORD, ...).
+_CREDENTIAL_NAME = re.compile(r"(?:(?:^|_)(?:API_?KEY|TOKEN|SECRET|SECRET_ACCESS_KEY|PASSWORD|PASSWD)|^PGPASSWORD)$", re.IGNORECASE)
 _env_read = False
 
 
