@@ -1,5 +1,6 @@
-"""Fixtures of the store tests: one PostgreSQL server per session, a fresh database per test, and
-`store` — the same test run once against SQLite and once against PostgreSQL."""
+"""Fixtures of the store tests: one PostgreSQL server per session, a fresh database per test, one S3
+server (moto) per module with its bucket ``umni-blobs``, and `store` — the same test run once
+against SQLite and once against PostgreSQL."""
 
 from __future__ import annotations
 
@@ -14,8 +15,40 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from pg_server import PostgresServer  # noqa: E402
+from s3_server import CLIENT_ENV, S3Server  # noqa: E402
 
 _databases = itertools.count()
+
+
+@pytest.fixture(scope="module")
+def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
+    """One server for the module (it starts in seconds); each test writes under its own prefix."""
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in CLIENT_ENV.items():
+            patch.setenv(name, value)
+        for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_PROFILE"):
+            patch.delenv(name, raising=False)
+        server = S3Server(tmp_path_factory.mktemp("s3") / "recording.jsonl").start()
+        server.create_bucket("umni-blobs")
+        try:
+            yield server
+        finally:
+            server.stop()
+
+
+@pytest.fixture
+def own_s3(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[S3Server]:
+    """A server of the test's own, for a test that stops it (the module's `s3` serves the others)."""
+    for name, value in CLIENT_ENV.items():
+        monkeypatch.setenv(name, value)
+    for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    server = S3Server(tmp_path / "recording.jsonl").start()
+    server.create_bucket("umni-blobs")
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 @pytest.fixture(scope="session")

@@ -13,12 +13,11 @@ import os
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from PIL import Image
-from s3_server import CLIENT_ENV, S3Server
+from s3_server import S3Server
 from store_runs import RUN_TIMEOUT, command, run
 
 from umni.protocols.protocol import get_protocol
@@ -35,22 +34,6 @@ def _bundled_cases() -> int:
 
 #: Every bundled UmniBench case: the whole benchmark on sim/umm.
 LIMIT = _bundled_cases()
-
-
-@pytest.fixture(scope="module")
-def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
-    """One server for the module (it starts in seconds); each test writes under its own prefix."""
-    with pytest.MonkeyPatch.context() as patch:
-        for name, value in CLIENT_ENV.items():
-            patch.setenv(name, value)
-        for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_PROFILE"):
-            patch.delenv(name, raising=False)
-        server = S3Server(tmp_path_factory.mktemp("s3") / "recording.jsonl").start()
-        server.create_bucket("umni-blobs")
-        try:
-            yield server
-        finally:
-            server.stop()
 
 
 @pytest.fixture(scope="module")
@@ -118,7 +101,7 @@ def test_bad_urls_and_a_missing_bucket_are_config_errors(s3: S3Server, prefix: s
     with pytest.raises(ConfigError, match="bucket 'no-such-bucket' does not exist"):
         open_blobs(f"s3://no-such-bucket/x?endpoint_url={s3.endpoint}")
     with pytest.raises(ConfigError, match="unknown parameter"):
-        open_blobs(f"s3://umni-blobs/x?endpoint_url={s3.endpoint}&secret=x")
+        open_blobs(f"s3://umni-blobs/x?endpoint_url={s3.endpoint}&bogus=x")
     with pytest.raises(ConfigError, match="names a bucket"):
         open_blobs("s3:///x")
 
@@ -188,21 +171,6 @@ def test_a_request_the_dying_server_cut_off_leaves_no_traceback_behind(s3: S3Ser
         assert done.wait(5)
     logged = [r.getMessage() + str(r.exc_info) for r in caplog.records if r.name == "asyncio"]
     assert len(logged) == 1 and "a bug" in logged[0]
-
-
-@pytest.fixture
-def own_s3(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[S3Server]:
-    """A server of the test's own, for a test that stops it (the module's `s3` serves the others)."""
-    for name, value in CLIENT_ENV.items():
-        monkeypatch.setenv(name, value)
-    for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_PROFILE"):
-        monkeypatch.delenv(name, raising=False)
-    server = S3Server(tmp_path / "recording.jsonl").start()
-    server.create_bucket("umni-blobs")
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def test_the_viewer_says_once_why_the_images_of_an_unreachable_store_are_missing(tmp_path: Path, own_s3: S3Server) -> None:

@@ -35,7 +35,7 @@ from umni.reporting.pricing import Price, default_price_file, load_prices, usage
 from umni.store.blobs import Blobs
 from umni.store.imageref import ImageRef
 from umni.store.runfolder import RESULTS_JSONL, SUMMARY_JSON, RunFolder
-from umni.store.urls import open_blobs, run_blobs_location
+from umni.store.urls import check_blobs, describe, open_blobs, run_blobs_location
 from umni.util.errors import InputError, StorageError, UmniError
 from umni.util.secrets import scrub
 
@@ -298,6 +298,7 @@ class ViewerData:
             try:
                 if failure is not None:
                     raise failure
+                check_blobs(location)  # a credential an older umni recorded: refused, never echoed
                 source.blobs = open_blobs(location)
             except Exception as error:  # noqa: BLE001 - unreachable, refused, misconfigured: said, not a crash
                 self._unreadable(source, error)
@@ -315,12 +316,12 @@ class ViewerData:
                 source.error = scrub(str(error) if isinstance(error, UmniError) else f"{type(error).__name__}: {error}")
             source.blobs = None
             self._index_json = None
-        print(f"umni view: images in {scrub(source.location)} cannot be shown: {source.error} "
+        print(f"umni view: images in {describe(source.location)} cannot be shown: {source.error} "
               "(start umni view again once the store answers)", file=sys.stderr)  # fmt: skip
 
     def store_errors(self) -> list[dict[str, Any]]:
         """Each blob store whose images cannot be shown: its location, the runs it holds, why."""
-        return [{"blobs": scrub(s.location), "runs": list(s.runs), "error": s.error} for s in self.stores.values() if s.error]
+        return [{"blobs": describe(s.location), "runs": list(s.runs), "error": s.error} for s in self.stores.values() if s.error]
 
     @staticmethod
     def _views(protocol: Any, record: dict[str, Any]) -> list[Any]:

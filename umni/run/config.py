@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from umni.util.errors import InputError
+from umni.util.errors import ConfigError, InputError
 from umni.util.policy import RetryPolicy
 
 #: Fields that say how this invocation behaves, not what the run is; kept out of run.json.
@@ -100,6 +100,19 @@ class RunConfig(BaseModel):
     @classmethod
     def _location(cls, value: Any) -> Any:
         return str(value) if isinstance(value, Path) else value
+
+    @field_validator("cache", "blobs")
+    @classmethod
+    def _no_credentials(cls, value: str | None, info: Any) -> str | None:
+        """A store setting that would put a credential in run.json is refused before anything is made."""
+        from umni.store.urls import check_blobs, check_results
+
+        if value is not None:
+            try:
+                (check_blobs if info.field_name == "blobs" else check_results)(value)
+            except ConfigError as exc:
+                raise ValueError(exc.message) from None
+        return value
 
     @field_validator("shard")
     @classmethod

@@ -163,7 +163,8 @@ async def evaluate_async(
     manifest = _manifest(request, prepared, cases, shard, lineage, served)
     price_file = request.prices or default_price_file()
     prices = load_prices(price_file) if price_file is not None else None  # a bad price file stops nothing midway
-    with RunDir.open(out, manifest) as run_dir, _cache(request, cache) as store:
+    # the stores open first: a blob or result store that is refused or out of reach leaves no run folder
+    with _cache(request, cache) as store, RunDir.open(out, manifest) as run_dir:
         started = time.time()
         done_before = run_dir.store.complete_ids()
         positions = {protocol.case_id(c): i for i, c in enumerate(cases)}
@@ -182,10 +183,8 @@ async def evaluate_async(
         # the records as the summary and the report read them, streamed from run.db on each reading
         # and without the viewer's transcripts (results.jsonl, with them, is written row by row)
         records = run_dir.store.records_of(positions.keys(), without=("transcript",))
-        # nodes of cases finished by an earlier invocation count as reused (cached) work
-        # (a pass over run.db only when there are such cases)
-        reused_nodes = sum(len(r.get("nodes", {})) for r in records if r["case_id"] in done_before) if done_before else 0
-        summary = build_summary(protocol, options, case_set, bindings, records, stats, reused_nodes, time.time() - started)
+        # nodes of cases finished by an earlier invocation count as reused work, each as its record keeps it
+        summary = build_summary(protocol, options, case_set, bindings, records, stats, done_before, time.time() - started)
         servers.add_to(summary)
         _account(summary, prices, run_dir, lineage)
         run_dir.finish(protocol, summary, records, store.blobs, cases=positions.keys())

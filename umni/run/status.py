@@ -20,7 +20,7 @@ from typing import Any
 from umni.run.units import HEARTBEAT_S, UnitBook, UnitRecord
 from umni.store.census import is_store, take_census
 from umni.store.runfolder import RunFolder, Summary
-from umni.store.urls import is_url
+from umni.store.urls import check_results, is_url
 from umni.util.errors import InputError
 
 
@@ -49,6 +49,7 @@ class Status:
 def status_of(location: str | Path, now: float | None = None, *, blobs: str | None = None) -> Status:
     """The status of a sweep folder, a run directory or a result store (`blobs`: a store's blob store)."""
     now = time.time() if now is None else now
+    check_results(location)  # a connection string is refused before it is echoed as a path
     path = Path(location)
     if is_url(location) or (not (path / "units").is_dir() and not RunFolder(path).run_json.is_file() and is_store(path)):
         return _store_status(location, blobs, now)

@@ -5,7 +5,7 @@ over every invocation of a resumed run; `this_invocation` keeps the latest one's
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import asdict
 from typing import Any
 
@@ -50,34 +50,40 @@ def build_summary(
     bindings: Bindings,
     records: Iterable[CaseRecord],
     stats: RunStats,
-    reused_nodes: int,
+    done_before: Container[str],
     seconds: float,
 ) -> Summary:
     """summary.json. `records` may be read more than once (a run's are streamed from run.db, one
-    at a time on each pass: `umni.store.cache.StoredRecords`)."""
+    at a time on each pass: `umni.store.cache.StoredRecords`). The nodes of `done_before` cases
+    (finished by an earlier invocation) count with the status their record keeps: a result as
+    cached, a skipped node as skipped, so a repeated or resumed run counts what an uninterrupted one does."""
     failures: Counter[str] = Counter()
     statuses: Counter[str] = Counter()
     node_notes: Counter[str] = Counter()
+    total = Counter(stats.statuses)  # this invocation's nodes, then the reused ones
     cases = 0
     for record in records:
         cases += 1
+        reused = record.get("case_id") in done_before
         for node in record.get("nodes", {}).values():
             statuses[node["status"]] += 1
+            if reused:
+                total["cached" if node["status"] == "done" else node["status"]] += 1
             if "failure" in node:
                 failures[node["failure"]["kind"]] += 1
             for note in node.get("notes", ()):
                 node_notes[note.partition(":")[0].strip()] += 1
     counts = Counts(
         cases=cases,
-        nodes=sum(stats.statuses.values()) + reused_nodes,
-        computed=stats.statuses["computed"],
-        cached=stats.statuses["cached"] + reused_nodes,
-        failed=stats.statuses["failed"],
-        blocked=stats.statuses["blocked"],
-        skipped=stats.statuses["skipped"],
+        nodes=sum(total.values()),
+        computed=total["computed"],
+        cached=total["cached"],
+        failed=total["failed"],
+        blocked=total["blocked"],
+        skipped=total["skipped"],
         skipped_cases=len(case_set.skipped),
         # a --phase run: work left for another phase
-        pending=stats.statuses["pending"] or None,
+        pending=total["pending"] or None,
     )
     return Summary(
         protocol=protocol.name,

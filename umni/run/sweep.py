@@ -63,7 +63,8 @@ from umni.run.turns import needed_backends, take_turns
 from umni.run.units import HEARTBEAT_S, Unit, UnitBook, plan, select, unit_weights
 from umni.store.cache import Cache
 from umni.store.hashing import fingerprint
-from umni.util.errors import InputError, InputErrors, StorageError, UmniError
+from umni.store.urls import check_blobs, check_results
+from umni.util.errors import ConfigError, InputError, InputErrors, StorageError, UmniError
 from umni.util.sharding import Shard, parse_shard
 from umni.util.stopping import run_async
 from umni.util.storage import exclusive_folder
@@ -113,6 +114,7 @@ def load_sweep(path: Path) -> SweepFile:
         sweep = SweepFile.model_validate(raw)
     except ValidationError as exc:
         raise InputErrors(validation_errors(exc, path=path, record=None)) from None
+    _check_stores(sweep, path)
     base = path.parent
     sweep.cases = {k: (v if v.is_absolute() else base / v) for k, v in sweep.cases.items()}
     if sweep.out is None:
@@ -122,6 +124,18 @@ def load_sweep(path: Path) -> SweepFile:
         check_placement(sweep.placement, written, path)
         sweep.ray = sweep.ray or "auto"  # placement implies Ray
     return sweep
+
+
+def _check_stores(sweep: SweepFile, path: Path) -> None:
+    """Refuse a `cache:` or `blobs:` that would put a credential in run.json, naming the file and
+    the field, before any folder of the sweep is made."""
+    for field, check in (("cache", check_results), ("blobs", check_blobs)):
+        value = getattr(sweep, field)
+        if value is not None:
+            try:
+                check(value)
+            except ConfigError as exc:
+                raise InputError(exc.message, path=path, field=field) from None
 
 
 def expand(sweep: SweepFile) -> list[RunConfig]:

@@ -14,9 +14,9 @@ folder store hold:
 Where the server is: ``?endpoint_url=http://host:9000`` in the URL, else the environment
 (``AWS_ENDPOINT_URL_S3`` or ``AWS_ENDPOINT_URL``), else AWS itself. Credentials come from botocore's
 usual chain (``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY``, ``AWS_PROFILE``, an instance role);
-they are never part of the URL, which is recorded in run.json. A server that cannot be reached,
-or refuses the credentials, is a `StorageError` after s3fs's retries: the run stops, nothing
-computed is lost, and a resume once the server is back finishes it.
+a URL holding one is refused, as the URL is recorded in run.json (`umni.util.credentials`). A
+server that cannot be reached, or refuses the credentials, is a `StorageError` after s3fs's
+retries: the run stops, nothing computed is lost, and a resume once the server is back finishes it.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 from urllib.parse import parse_qsl, urlsplit
 
 from umni.store.blobs import Blobs
+from umni.util.credentials import refuse_url_credentials
 from umni.util.errors import ConfigError, StorageError
 from umni.util.extras import describe_missing
 
@@ -37,6 +38,11 @@ T = TypeVar("T")
 
 #: Query parameters an ``s3://`` blob URL takes.
 QUERY_PARAMS = ("endpoint_url", "region")
+#: Where botocore reads credentials: what a URL that holds some is told to use instead.
+CREDENTIALS_FROM = (
+    "give them in the environment variables AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (AWS_SESSION_TOKEN "
+    "too for temporary ones), or name a profile of ~/.aws/credentials with AWS_PROFILE"
+)
 
 
 class S3Blobs(Blobs):
@@ -46,6 +52,7 @@ class S3Blobs(Blobs):
 
     def __init__(self, url: str, *, retries: int | None = None) -> None:
         super().__init__()
+        refuse_url_credentials(url, setting="--blobs", remedy=CREDENTIALS_FROM)
         parts = urlsplit(url)
         if not parts.netloc:
             raise ConfigError(f"--blobs {url}: an s3:// URL names a bucket (s3://bucket/prefix)")

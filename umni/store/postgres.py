@@ -20,10 +20,11 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from umni.store.results import TALLY, Batches, StoredRow, Write, chunks, decode_row, encode_write, row_checksum
+from umni.util.credentials import credential_values, redact_url
 from umni.util.errors import ConfigError, StorageError
+from umni.util.secrets import register_secret
 
 __all__ = ["PostgresResults", "redact"]
 
@@ -46,16 +47,8 @@ _SCHEMA = (
 )
 
 
-def redact(url: str) -> str:
-    """`url` without its password, for messages, run.json and the manifest."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
-    user = f"{parts.username}@" if parts.username else ""
-    return urlunsplit((parts.scheme, user + host, parts.path, parts.query, parts.fragment))
+#: The name this module gave `redact_url`, still importable from here.
+redact = redact_url
 
 
 def _psycopg() -> Any:
@@ -71,7 +64,9 @@ class PostgresResults:
 
     def __init__(self, url: str) -> None:
         self._dsn = url
-        self.url = redact(url)
+        self.url = redact_url(url)  # what messages and run.json name
+        for secret in credential_values(url):  # masked wherever it turns up: libpq quotes a badly escaped password
+            register_secret(secret)
         self._pg = _psycopg()
         with self._guard():
             self._sync = self._pg.connect(url, autocommit=True)

@@ -18,6 +18,8 @@ import re
 import threading
 from typing import Any
 
+from umni.util.credentials import strip_userinfo  # noqa: F401 - also importable from here
+
 MASK = "***"
 
 #: Secrets shorter than this are not registered: masking "a" everywhere would garble every text.
@@ -28,8 +30,6 @@ _secrets: set[str] = set()
 #: `_secrets` sorted longest first, rebuilt when one is registered (scrub runs on every log line)
 _ordered: tuple[str, ...] = ()
 
-# scheme://user[:password]@  (the @ also URL-encoded, as a spec string quotes it)
-_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*:(?://|%2F%2F))[^\s/@\"'<>?#&]+(?:@|%40)")
 _OBJECT_REPR = re.compile(r"<([A-Za-z_][\w.]*) object at 0x[0-9a-fA-F]+>")
 
 
@@ -43,8 +43,9 @@ def register_secret(value: str | None) -> None:
                 _ordered = tuple(sorted(_secrets, key=len, reverse=True))
 
 
-#: Environment variables whose values are credentials by their name (HF_TOKEN, OPENAI_API_KEY, ...).
-_CREDENTIAL_NAME = re.compile(r"(?:^|_)(?:API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD)$", re.IGNORECASE)
+#: Environment variables whose values are credentials by their name (HF_TOKEN, OPENAI_API_KEY,
+#: AWS_SECRET_ACCESS_KEY, PGPASSWORD, ...).
+_CREDENTIAL_NAME = re.compile(r"(?:(?:^|_)(?:API_?KEY|TOKEN|SECRET|SECRET_ACCESS_KEY|PASSWORD|PASSWD)|^PGPASSWORD)$", re.IGNORECASE)
 _env_read = False
 
 
@@ -71,13 +72,6 @@ def mask(text: str, secrets: tuple[str, ...] | None = None) -> str:
         if secret in text:
             text = text.replace(secret, MASK)
     return text
-
-
-def strip_userinfo(text: str) -> str:
-    """Every URL in `text` without its ``user:password@`` part."""
-    if "//" not in text and "%2" not in text:  # no URL authority at all: skip the regex
-        return text
-    return _USERINFO.sub(r"\1", text)
 
 
 def scrub(text: str) -> str:

@@ -10,6 +10,7 @@ from urllib.parse import parse_qsl, quote, urlencode
 
 from pydantic import BaseModel, ConfigDict
 
+from umni.util.credentials import SECRET_PARAMS, refuse_inline_secrets  # noqa: F401 - SECRET_PARAMS: also importable from here
 from umni.util.errors import ConfigError
 
 
@@ -50,24 +51,6 @@ class Spec(BaseModel):
         if self.params:
             text += "?" + urlencode(self.params, quote_via=quote, safe="/:")
         return text
-
-
-#: Spec parameters that would put a credential on a command line (and into shell history and logs).
-SECRET_PARAMS = ("api_key", "apikey", "key", "token", "password", "secret")
-
-
-def refuse_inline_secrets(text: str) -> None:
-    """Refuse a spec carrying a credential; the message never repeats its value."""
-    _, _, query = text.strip().partition("?")
-    for pair in query.split("&"):
-        name = pair.partition("=")[0].strip().lower()
-        if name in SECRET_PARAMS:
-            provider = text.strip().partition("?")[0]
-            raise ConfigError(
-                f"backend spec '{provider}?{name}=…': credentials do not belong in a spec (it is recorded "
-                f"in run.json and shell history); put the key in an environment variable and name it with "
-                f"api_key_env=VARIABLE (default OPENAI_API_KEY)"
-            )
 
 
 def parse_role_binding(text: str) -> tuple[str, Spec]:
