@@ -152,7 +152,7 @@ async def evaluate_async(
     manifest = _manifest(request, prepared, cases, shard, lineage)
     price_file = request.prices or default_price_file()
     prices = load_prices(price_file) if price_file is not None else None  # a bad price file stops nothing midway
-    with RunDir.open(out, manifest) as run_dir, _cache(request, cache) as store:
+    with _cache(request, cache) as store, RunDir.open(out, manifest, store.locks) as run_dir:
         started = time.time()
         done_before = run_dir.store.complete_ids()
         positions = {protocol.case_id(c): i for i, c in enumerate(cases)}

@@ -19,9 +19,10 @@ from umni.reporting.report import write_report
 from umni.store.artifacts import Blobs, atomic_write_lines, atomic_write_text, canonical_json, fingerprint
 from umni.store.cache import RunStore
 from umni.store.completion import mark_complete, mark_incomplete
+from umni.store.locks import FileLocks, FolderLocks, Held, exclusive
 from umni.util.errors import InputError
 from umni.util.events import EventLog
-from umni.util.storage import exclusive_folder, storage_guard
+from umni.util.storage import storage_guard
 
 #: What identifies the run a directory holds; a resume must match all of it (limit is checked apart).
 IDENTITY_FIELDS = ("protocol", "cases", "identities", "options", "seed")
@@ -42,8 +43,10 @@ def run_identity(manifest: dict[str, Any]) -> str:
 class RunDir:
     """An open run directory (see `RunDir.open`)."""
 
-    def __init__(self, path: Path, store: RunStore, events: EventLog, extended: str | None) -> None:
+    def __init__(self, path: Path, store: RunStore, events: EventLog, extended: str | None, lock: Held | None = None) -> None:
         self.path = path
+        #: the folder's lock (a database lock can be lost across a reconnect: `finish` checks it)
+        self.lock = lock
         #: finished case records, and the run's cumulative calls and usage
         self.store = store
         self.events = events
@@ -52,13 +55,14 @@ class RunDir:
 
     @classmethod
     @contextmanager
-    def open(cls, path: Path, manifest: dict[str, Any]) -> Iterator[RunDir]:
-        """Lock `path`, make sure it holds this run (or nothing yet), and mark it incomplete until
-        `finish` has written every output file. A folder this command refuses is left exactly as it
-        was found: no lock file, no marker, not even the folder itself when it did not exist."""
+    def open(cls, path: Path, manifest: dict[str, Any], locks: FolderLocks | None = None) -> Iterator[RunDir]:
+        """Lock `path` (with `locks`, the store's: file locks by default), make sure it holds this run
+        (or nothing yet), and mark it incomplete until `finish` has written every output file. A folder
+        this command refuses is left exactly as it was found: no lock file, no marker, not even the
+        folder itself when it did not exist."""
         existed, had_lock = path.exists(), (path / ".lock").exists()
         with ExitStack() as held:
-            held.enter_context(exclusive_folder(path, ".lock", BUSY))
+            lock = held.enter_context(exclusive(locks or FileLocks(), path, ".lock", BUSY))
             try:
                 extended = _check_manifest(path, manifest)
                 _check_existing_run_db(path, manifest)
@@ -71,7 +75,7 @@ class RunDir:
             _check_run_db(path, store, manifest)
             events = EventLog(path / "events.jsonl")
             held.callback(events.close)
-            yield cls(path, store, events, extended)
+            yield cls(path, store, events, extended, lock)
 
     def finish(
         self, protocol: Protocol[Any, Any, Any, Any], summary: dict[str, Any], records: Iterable[dict[str, Any]], blobs: Blobs,
@@ -79,6 +83,8 @@ class RunDir:
     ) -> None:
         """Write results.jsonl (the full records of `cases`, streamed from run.db), summary.json and
         the report (from `records`), then clear the INCOMPLETE marker."""
+        if self.lock is not None:
+            self.lock.check()  # another process holds the folder now: write nothing into it
         with storage_guard(self.path):  # the report's image copies too: a full disk is one StorageError
             lines = (canonical_json(r) + "\n" for r in self.store.records_of(cases))
             atomic_write_lines(self.path / "results.jsonl", lines)
