@@ -61,23 +61,26 @@ class PostgresServer:
         self._run(
             str(self.bin / "initdb"), "-D", str(self.data), "-A", "trust", "-U", "umni", "--no-sync", "-E", "UTF8"
         )
-        options = f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.root} -c max_connections=200"
+        self._options = f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.root} -c max_connections=200"
         if not self.durable:  # the tests kill clients, never the server: spare the shared disk the fsyncs
-            options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
-        self._run(
-            str(self.bin / "pg_ctl"),
-            "-D",
-            str(self.data),
-            "-l",
-            str(self.root / "server.log"),
-            "-o",
-            options,
-            "-w",
-            "-t",
-            "60",
-            "start",
-        )
+            self._options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+        self._start_server()
         return self
+
+    def _start_server(self) -> None:
+        log = str(self.root / "server.log")
+        self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-l", log, "-o", self._options, "-w", "-t", "60", "start")
+
+    def restart(self, down_for: float = 0.0) -> float:
+        """Stop the server (fast: every client's connection is cut, open transactions abort), wait
+        `down_for` seconds, start it again on the same port; returns the seconds it was away."""
+        import time
+
+        started = time.monotonic()
+        self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", "fast", "-w", "stop")
+        time.sleep(down_for)
+        self._start_server()
+        return time.monotonic() - started
 
     def url(self, database: str = "postgres") -> str:
         return f"postgresql://umni@127.0.0.1:{self.port}/{database}"

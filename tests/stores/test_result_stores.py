@@ -25,7 +25,7 @@ def _raw_update(cache: Cache, key: str, output_text: str) -> None:
     if isinstance(results, SqliteResults):
         results.db.execute("UPDATE results SET output=? WHERE key=?", (output_text, key))
     else:
-        results._sync.execute("UPDATE umni_results SET output=%s WHERE key=%s", (output_text, key))
+        results.session.run(lambda conn: conn.execute("UPDATE umni_results SET output=%s WHERE key=%s", (output_text, key)))
 
 
 def test_the_first_row_written_wins_and_is_returned(store, tmp_path: Path) -> None:
@@ -171,7 +171,7 @@ def test_store_and_blob_urls(tmp_path: Path) -> None:
 
 def test_the_runner_reads_a_network_store_only_through_its_async_interface(pg_url: str, tmp_path: Path) -> None:
     """A lookup on the scheduling path must not block the event loop on a network round trip: with
-    the store's synchronous connection gone, a run that hits the cache must still finish."""
+    the store's synchronous methods refusing, a run that hits the cache must still finish."""
     from umni.backends.bindings import Bindings
     from umni.engine.runner import Runner
     from umni.graph.graph import Graph
@@ -191,7 +191,11 @@ def test_the_runner_reads_a_network_store_only_through_its_async_interface(pg_ur
         )
         first = asyncio.run(Runner(bindings, cache).run_graph(graph()))
         assert {o.status for o in first.values()} == {"computed"}
-        cache.results._sync.close()  # only the async connections remain
+        def refuse(*args: object, **kwargs: object) -> None:
+            raise AssertionError("a synchronous store call on the event loop")
+
+        for name in ("get_now", "put_now", "forget_now"):  # only the async methods remain
+            setattr(cache.results, name, refuse)
         second = asyncio.run(Runner(bindings, cache).run_graph(graph()))
         assert {o.status for o in second.values()} == {"cached"}
         assert second["q"].output == first["q"].output
@@ -199,12 +203,13 @@ def test_the_runner_reads_a_network_store_only_through_its_async_interface(pg_ur
         cache.close()
 
 
-def test_a_server_that_goes_away_fails_writes_with_storage_error_instead_of_hanging(tmp_path: Path) -> None:
+def test_a_server_that_stays_away_fails_writes_with_one_storage_error_after_the_reconnect_bound(tmp_path: Path) -> None:
     from pg_server import PostgresServer
 
     server = PostgresServer().start()
     try:
-        cache = Cache(server.create_database("gone"), blobs=tmp_path / "blobs")
+        url = server.create_database("gone") + "?reconnect_timeout=2"
+        cache = Cache(url, blobs=tmp_path / "blobs")
         assert asyncio.run(cache.store("before", "compute", {"value": 1})) == {"value": 1}
     finally:
         server.stop()
@@ -213,9 +218,14 @@ def test_a_server_that_goes_away_fails_writes_with_storage_error_instead_of_hang
         await asyncio.wait_for(cache.store("after", "compute", {"value": 2}), timeout=60)
 
     try:
-        for _ in range(2):  # a fresh loop each time: its connections must be made, and fail
-            with pytest.raises(StorageError):
+        for _ in range(2):  # a fresh loop each time: its writes must fail the same way
+            started = time.monotonic()
+            with pytest.raises(StorageError) as caught:
                 asyncio.run(write())
+            assert time.monotonic() - started < 30
+            message = str(caught.value)
+            assert "could not reconnect within 2 s (reconnect_timeout in the store URL)" in message
+            assert "\n" not in message and message.startswith(f"postgresql://umni@127.0.0.1:{server.port}/gone")
     finally:
         cache.close()
 

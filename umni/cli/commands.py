@@ -63,6 +63,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     prepared = prepare(request)
     if args.out is None:
         request.out = _default_out(request, *prepared)
+    _note_locks(request.cache, Path(request.out))
     if not args.no_preflight:
         from umni.run.preflight import preflight
 
@@ -126,22 +127,41 @@ def _warn_preflight(problem: str) -> None:
     print(f"umni: warning: pre-flight: {problem}", file=sys.stderr)
 
 
+def _say(line: str) -> None:
+    print(f"umni: {line}", file=sys.stderr)
+
+
+def _note_locks(cache: str | None, folder: Path) -> None:
+    """One line at start when the run's locks depend on the filesystem (SQLite on NFS, Lustre, …)."""
+    from umni.store.location import default_cache_dir
+    from umni.store.urls import lock_note
+
+    note = lock_note(cache or default_cache_dir(), folder)
+    if note is not None:
+        _say(f"note: {note}")
+
+
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from umni.run.sweep import emit_slurm, run_sweep, run_sweep_shard
+    from umni.run.sweep import emit_slurm, load_sweep, run_sweep, run_sweep_shard
 
     if args.emit and args.shard:
         raise InputError("--emit writes the job script of every shard; give it without --shard")
     if args.emit:
-        script = emit_slurm(args.file)
+        script = emit_slurm(args.file, warn=_say)
         print(f"slurm script: {script}")
         print(f"submit:       sbatch {script}   (again after a failure: finished units are skipped)")
         return EXIT_OK
+    sweep = load_sweep(args.file)
+    assert sweep.out is not None
+    _note_locks(sweep.cache, sweep.out)
     if args.shard:
         outcome = run_sweep_shard(args.file, args.shard, warn=_warn_preflight)
         for result in outcome.ran:
             _print_run(result.summary, result.out)
         if outcome.skipped:
             print(f"  skipped {len(outcome.skipped)} unit(s) already done")
+        if outcome.busy:
+            print(f"  left {len(outcome.busy)} unit(s) to the process running them: {', '.join(u.name for u in outcome.busy)}")
         if outcome.assembled is not None:
             print(f"every one of {outcome.units} units is done; leaderboard: {outcome.assembled / 'leaderboard.md'}")
         else:

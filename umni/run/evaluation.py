@@ -163,8 +163,9 @@ async def evaluate_async(
     manifest = _manifest(request, prepared, cases, shard, lineage, served)
     price_file = request.prices or default_price_file()
     prices = load_prices(price_file) if price_file is not None else None  # a bad price file stops nothing midway
-    # the stores open first: a blob or result store that is refused or out of reach leaves no run folder
-    with _cache(request, cache) as store, RunDir.open(out, manifest) as run_dir:
+    # the stores open first: a blob or result store that is refused or out of reach leaves no run
+    # folder, and the folder's lock can be the store's (a PostgreSQL advisory lock)
+    with _cache(request, cache) as store, RunDir.open(out, manifest, store.locks) as run_dir:
         started = time.time()
         done_before = run_dir.store.complete_ids()
         positions = {protocol.case_id(c): i for i, c in enumerate(cases)}

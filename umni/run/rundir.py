@@ -20,10 +20,11 @@ from umni.store.blobs import Blobs
 from umni.store.cache import RunStore
 from umni.store.completion import mark_complete, mark_incomplete
 from umni.store.hashing import fingerprint
+from umni.store.locks import FileLocks, FolderLocks, Held, exclusive
 from umni.store.runfolder import LOCK, OWN_FILES, CaseRecord, Manifest, RunFolder, Summary
 from umni.util.errors import InputError
 from umni.util.events import EventLog
-from umni.util.storage import exclusive_folder, storage_guard
+from umni.util.storage import storage_guard
 
 #: What identifies the run a directory holds; a resume must match all of it (limit is checked apart).
 IDENTITY_FIELDS = ("protocol", "cases", "identities", "options", "seed")
@@ -43,9 +44,11 @@ def run_identity(manifest: Manifest) -> str:
 class RunDir:
     """An open run directory (see `RunDir.open`)."""
 
-    def __init__(self, path: Path, store: RunStore, events: EventLog, extended: str | None) -> None:
+    def __init__(self, path: Path, store: RunStore, events: EventLog, extended: str | None, lock: Held | None = None) -> None:
         self.path = path
         self.files = RunFolder(path)
+        #: the folder's lock (a database lock can be lost across a reconnect: `finish` checks it)
+        self.lock = lock
         #: finished case records, and the run's cumulative calls and usage
         self.store = store
         self.events = events
@@ -54,14 +57,15 @@ class RunDir:
 
     @classmethod
     @contextmanager
-    def open(cls, path: Path, manifest: Manifest) -> Iterator[RunDir]:
-        """Lock `path`, make sure it holds this run (or nothing yet), and mark it incomplete until
-        `finish` has written every output file. A folder this command refuses is left exactly as it
-        was found: no lock file, no marker, not even the folder itself when it did not exist."""
+    def open(cls, path: Path, manifest: Manifest, locks: FolderLocks | None = None) -> Iterator[RunDir]:
+        """Lock `path` (with `locks`, the store's: file locks by default), make sure it holds this run
+        (or nothing yet), and mark it incomplete until `finish` has written every output file. A folder
+        this command refuses is left exactly as it was found: no lock file, no marker, not even the
+        folder itself when it did not exist."""
         files = RunFolder(path)
         existed, had_lock = path.exists(), (path / LOCK).exists()
         with ExitStack() as held:
-            held.enter_context(exclusive_folder(path, LOCK, BUSY))
+            lock = held.enter_context(exclusive(locks or FileLocks(), path, LOCK, BUSY))
             try:
                 extended = _check_manifest(path, manifest)
                 _check_existing_run_db(path, manifest)
@@ -74,7 +78,7 @@ class RunDir:
             _check_run_db(path, store, manifest)
             events = EventLog(files.events_jsonl)
             held.callback(events.close)
-            yield cls(path, store, events, extended)
+            yield cls(path, store, events, extended, lock)
 
     def finish(
         self, protocol: Protocol[Any, Any, Any, Any], summary: Summary, records: Iterable[CaseRecord], blobs: Blobs,
@@ -82,6 +86,8 @@ class RunDir:
     ) -> None:
         """Write results.jsonl (the full records of `cases`, streamed from run.db), summary.json and
         the report (from `records`), then clear the INCOMPLETE marker."""
+        if self.lock is not None:
+            self.lock.check()  # another process holds the folder now: write nothing into it
         with storage_guard(self.path):  # the report's image copies too: a full disk is one StorageError
             self.files.write_results(self.store.records_of(cases))
             self.files.write_summary(summary)

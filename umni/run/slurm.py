@@ -13,7 +13,8 @@ import shlex
 import sys
 from pathlib import Path
 
-from umni.util.errors import InputError
+from umni.store.urls import describe, is_postgres
+from umni.util.errors import InputError, StorageError
 
 #: sbatch options written by umni itself; the sweep file's ``slurm:`` section cannot set them.
 _OWN = frozenset({"array", "output", "job-name"})
@@ -42,6 +43,33 @@ def slurm_script(sweep_file: Path, out: Path, name: str, units: int, options: di
         "",
     ]
     return "\n".join(lines)
+
+
+def connection_note(store: str | None, tasks: int) -> str | None:
+    """A warning when `tasks` array tasks running at once, each holding its store connections
+    (``pool_size`` in the URL, default 1), would exceed what the PostgreSQL server admits; a note
+    when the server's limit could not be read. None for other stores or when it fits."""
+    if store is None or not is_postgres(store):
+        return None
+    from umni.store.pgsession import split_options
+    from umni.store.postgres import connection_slots
+
+    shown = describe(store)
+    per_task = split_options(store, shown)[1].pool_size
+    wanted = tasks * per_task
+    opened = f"up to {tasks} task(s) at once × {per_task} connection(s) = {wanted} connections"
+    try:
+        most, reserved = connection_slots(store)
+    except StorageError as exc:
+        return f"note: could not read max_connections from {shown} ({exc.message}); the array opens {opened}"
+    usable = most - reserved
+    if wanted <= usable:
+        return None
+    return (
+        f"warning: the array opens {opened} to {shown}, more than its max_connections ({most}, {reserved} of them "
+        f"reserved for superusers); cap the array with `slurm: {{max_jobs: {max(1, usable // per_task)}}}` in the "
+        "sweep file or raise max_connections"
+    )
 
 
 def _safe(value: str) -> str:

@@ -42,7 +42,7 @@ import itertools
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -57,17 +57,17 @@ from umni.reporting.pool_hours import pools_held
 from umni.run.config import RunConfig, build_config
 from umni.run.evaluation import RunResult, default_cache_dir, evaluate_async, prepare
 from umni.run.preflight import preflight
-from umni.run.slurm import slurm_script
+from umni.run.slurm import connection_note, slurm_script
 from umni.run.sweep_placement import Placement, check_placement, placed
 from umni.run.turns import needed_backends, take_turns
 from umni.run.units import HEARTBEAT_S, Unit, UnitBook, plan, select, unit_weights
 from umni.store.cache import Cache
 from umni.store.hashing import fingerprint
+from umni.store.locks import Held, exclusive
 from umni.store.urls import check_blobs, check_results
 from umni.util.errors import ConfigError, InputError, InputErrors, StorageError, UmniError
 from umni.util.sharding import Shard, parse_shard
 from umni.util.stopping import run_async
-from umni.util.storage import exclusive_folder
 
 
 class SweepFile(BaseModel):
@@ -129,13 +129,13 @@ def load_sweep(path: Path) -> SweepFile:
 def _check_stores(sweep: SweepFile, path: Path) -> None:
     """Refuse a `cache:` or `blobs:` that would put a credential in run.json, naming the file and
     the field, before any folder of the sweep is made."""
-    for field, check in (("cache", check_results), ("blobs", check_blobs)):
-        value = getattr(sweep, field)
+    for name, check in (("cache", check_results), ("blobs", check_blobs)):
+        value = getattr(sweep, name)
         if value is not None:
             try:
                 check(value)
             except ConfigError as exc:
-                raise InputError(exc.message, path=path, field=field) from None
+                raise InputError(exc.message, path=path, field=name) from None
 
 
 def expand(sweep: SweepFile) -> list[RunConfig]:
@@ -229,7 +229,7 @@ async def _run_all(sweep: SweepFile, requests: list[RunConfig], prepared: list[A
         results[index] = await evaluate_async(requests[index], prepared[index], lanes=lanes, cache=cache, close_backends=False)
 
     try:
-        with exclusive_folder(sweep.out, ".sweep.lock", "another umni sweep is running into this folder; wait for it to finish"):
+        with exclusive(cache.locks, sweep.out, ".sweep.lock", "another umni sweep is running into this folder; wait for it to finish"):
             try:
                 await take_turns(sweep.out, sweep.ray, needed_backends(requests, prepared), one)
             finally:  # a crashed sweep still leaves the leaderboard of the runs that finished
@@ -268,6 +268,8 @@ class ShardOutcome:
     skipped: list[Unit]
     units: int
     assembled: Path | None
+    #: units another process was running (it held their claims): left to it
+    busy: list[Unit] = field(default_factory=list)
 
 
 def _preflight(prepared: list[Any], warn: Callable[[str], None] | None) -> None:
@@ -295,52 +297,66 @@ def run_sweep_shard(path: Path, part_text: str, *, warn: Callable[[str], None] |
     shared: dict[str, Any] = {}
     prepared = [prepare(r, shared=shared) for r in requests]  # every input error before any work
     _preflight(prepared, warn)
-    ran = run_async(lambda: _run_units(sweep, part, todo, requests, prepared, shared, book))
+    ran, busy = run_async(lambda: _run_units(sweep, part, todo, requests, prepared, shared, book))
     assembled = None
     if all(book.is_done(u) for u in units):
         assembled = _assemble_if_free(path)
-    return ShardOutcome(ran, [u for u in mine if u not in todo], len(units), assembled)
+    done_here = {r.out for r in ran}
+    skipped = [u for u in mine if u not in busy and u.out not in done_here]
+    return ShardOutcome(ran, skipped, len(units), assembled, busy)
 
 
 async def _run_units(
     sweep: SweepFile, part: Shard, units: list[Unit], requests: list[RunConfig], prepared: list[Any],
     shared: dict[str, Any], book: UnitBook,
-) -> list[RunResult]:
+) -> tuple[list[RunResult], list[Unit]]:
+    """Run each unit whose claim this process gets; returns what ran and the units another process held."""
     assert sweep.out is not None
     lanes = LanePool()
     cache = Cache(sweep.cache or default_cache_dir(), blobs=sweep.blobs)
     results: list[RunResult] = []
+    busy: list[Unit] = []
 
     async def one(index: int) -> None:
         unit = units[index]
-        book.mark(unit, "running", started=time.time(), part=str(part))
-        async with anyio.create_task_group() as beat:
-            beat.start_soon(_heartbeat, book, unit, str(part))
-            result = await evaluate_async(requests[index], prepared[index], lanes=lanes, cache=cache, close_backends=False)
-            beat.cancel_scope.cancel()
-        book.mark(unit, "done", finished=time.time(), counts=result.summary.counts.model_dump(), part=str(part))
-        results.append(result)
+        claim = await anyio.to_thread.run_sync(book.claim, unit, cache.locks)
+        if claim is None:
+            busy.append(unit)
+            return
+        try:
+            if book.is_done(unit):  # finished by another process between the deal and the claim
+                return
+            book.mark(unit, "running", started=time.time(), part=str(part))
+            async with anyio.create_task_group() as beat:
+                beat.start_soon(_heartbeat, book, unit, str(part), claim)
+                result = await evaluate_async(requests[index], prepared[index], lanes=lanes, cache=cache, close_backends=False)
+                beat.cancel_scope.cancel()
+            book.mark(unit, "done", finished=time.time(), counts=result.summary.counts.model_dump(), part=str(part))
+            results.append(result)
+        finally:
+            await anyio.to_thread.run_sync(claim.release)
 
-    lock = f".sweep-shard{part.index}of{part.count}.lock"
     try:
-        with exclusive_folder(sweep.out, lock, f"sweep shard {part} is already running into this folder"):
-            await take_turns(sweep.out, sweep.ray, needed_backends(requests, prepared), one)
+        await take_turns(sweep.out, sweep.ray, needed_backends(requests, prepared), one)
     except BaseExceptionGroup as group:
         _raise_one(group)
     finally:
         await _close(shared, cache)
-    return results
+    return results, busy
 
 
-async def _heartbeat(book: UnitBook, unit: Unit, part: str) -> None:
+async def _heartbeat(book: UnitBook, unit: Unit, part: str, claim: Held) -> None:
     started = time.time()
     while True:
         await anyio.sleep(HEARTBEAT_S)
+        claim.check()  # a claim lost across a reconnect to another process: stop running the unit
         book.mark(unit, "running", started=started, part=part)
 
 
-def emit_slurm(path: Path) -> Path:
-    """Write ``<sweep out>/sweep.sbatch`` (see `umni.run.slurm`) and the unit plan; returns the script."""
+def emit_slurm(path: Path, *, warn: Callable[[str], None] | None = None) -> Path:
+    """Write ``<sweep out>/sweep.sbatch`` (see `umni.run.slurm`) and the unit plan; returns the script.
+    `warn` gets one line when the array's tasks would hold more connections than the PostgreSQL
+    store's server admits (or when its limit could not be read)."""
     sweep = load_sweep(path)
     units = work_units(sweep)
     for given, source in _combinations(sweep):  # a bad run fails here, not in 64 array tasks
@@ -350,6 +366,10 @@ def emit_slurm(path: Path) -> Path:
     script = sweep.out / "sweep.sbatch"
     (sweep.out / "slurm").mkdir(parents=True, exist_ok=True)
     script.write_text(slurm_script(path, sweep.out, sweep.name or path.stem, len(units), sweep.slurm, cwd=Path.cwd()))
+    cap = sweep.slurm.get("max_jobs")
+    note = connection_note(sweep.cache, min(len(units), int(cap)) if cap is not None else len(units))
+    if note is not None and warn is not None:
+        warn(note)
     return script
 
 

@@ -9,7 +9,10 @@ shards finish close together (a round-robin deal by unit number left one shard 1
 with a few cases per run: the case hash gives one shard of a run 0 cases and another 4).
 Each unit keeps a small JSON record under ``<sweep out>/units/``: ``running`` with a heartbeat while
 a process works on it, ``done`` once its run directory is written. A unit recorded as done is
-skipped when a job is submitted again, and `umni status` reads these records.
+skipped when a job is submitted again, and `umni status` reads these records. A process runs a unit
+only while it holds the unit's claim (`UnitBook.claim`: a lock in the store's database, or a file
+lock with SQLite), so two tasks given the same unit (a resubmitted array while the first still runs,
+or tasks that pick units themselves) never run it both: the second skips it.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from typing import Any, TypedDict, Unpack, cast
 from umni.protocols.protocol import get_protocol
 from umni.run.config import RunConfig
 from umni.store.hashing import fingerprint
+from umni.store.locks import FolderLocks, Held
 from umni.store.runfolder import RunFolder
 from umni.util.sharding import Shard
 
@@ -173,6 +177,11 @@ class UnitBook:
     def is_done(self, unit: Unit) -> bool:
         record = self.record(unit.name)
         return record is not None and record.get("state") == "done" and RunFolder(unit.out).summary_json.is_file()
+
+    def claim(self, unit: Unit, locks: FolderLocks) -> Held | None:
+        """Claim `unit` for this process until the claim is released; None when another process holds
+        it (it is running the unit). A claimed unit may have been finished meanwhile: check `is_done`."""
+        return locks.try_hold(self.folder, f"{unit.name}.lock")
 
     def mark(self, unit: Unit, state: str, **extra: Unpack[UnitUpdate]) -> None:
         """Replace the unit's record (`extra`: e.g. ``part='2/8'``, the sweep shard running it)."""

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from umni.store.location import default_cache_dir
+from umni.store.locks import FileLocks, FolderLocks
 from umni.store.results import row_checksum
 from umni.store.runfolder import CaseRecord, Totals
 from umni.store.sqlite import SCHEMA_VERSION, SqliteResults, connect
@@ -52,6 +53,9 @@ class Cache:
     def __init__(self, location: str | Path, blobs: str | Path | None = None) -> None:
         self.results, implied = open_results(location)
         self.location = describe(location)
+        #: where run-folder locks and sweep unit claims are held: in the database for a PostgreSQL
+        #: store, else file locks (a store may offer its own as `locks`)
+        self.locks: FolderLocks = getattr(self.results, "locks", None) or FileLocks()
         if isinstance(self.results, SqliteResults):
             self.path = self.results.path
             self.root = self.path.parent

@@ -26,6 +26,7 @@ from urllib.parse import unquote, urlsplit
 
 from umni.store.blobs import Blobs, BlobStore
 from umni.store.location import default_cache_dir
+from umni.store.locks import FileLocks
 from umni.store.provenance import process_provenance
 from umni.store.results import ResultStore, StoredRow, row_checksum
 from umni.store.runfolder import Manifest
@@ -34,7 +35,8 @@ from umni.util.errors import ConfigError
 
 __all__ = [
     "ResultStore", "StoredRow", "row_checksum", "process_provenance", "open_results", "open_blobs",
-    "register_blob_scheme", "is_url", "describe", "run_blobs", "run_blobs_location", "check_blobs", "check_results",
+    "register_blob_scheme", "is_url", "is_postgres", "describe", "lock_note", "run_blobs", "run_blobs_location",
+    "check_blobs", "check_results",
 ]  # fmt: skip
 
 _BLOB_SCHEMES: dict[str, Callable[[str], Blobs]] = {}
@@ -152,6 +154,18 @@ def open_blobs(location: str | Path) -> Blobs:
             "register one with umni.stores.register_blob_scheme)"
         )
     return factory(str(location))
+
+
+def is_postgres(location: str | Path) -> bool:
+    return _scheme(location) in ("postgresql", "postgres")
+
+
+def lock_note(location: str | Path, folder: Path) -> str | None:
+    """What to say at start about the locks a run into `folder` with the store at `location` relies on
+    (`umni.store.locks`): nothing for a PostgreSQL store (its locks live in the database)."""
+    if is_postgres(location):
+        return None
+    return FileLocks().note(folder)
 
 
 def describe(location: str | Path) -> str:

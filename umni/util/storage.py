@@ -8,15 +8,12 @@ the runner lets through and the CLI reports with exit 1. Other errors pass uncha
 from __future__ import annotations
 
 import errno
-import fcntl
 import os
 import sqlite3
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 
-from umni.util.errors import InputError, StorageError
+from umni.util.errors import StorageError
 
 #: errno values that mean the storage, not the data, is at fault.
 STORAGE_ERRNOS = {
@@ -105,21 +102,3 @@ def touch_with_umask(path: Path) -> None:
         os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, file_mode()))
     except FileExistsError:
         pass
-
-
-@contextmanager
-def exclusive_folder(folder: Path, lock_name: str, busy: str) -> Iterator[None]:
-    """Hold an advisory lock on `folder` (made if missing) so one process at a time writes it.
-
-    A second process is refused at once with `busy` as the message, rather than waiting or mixing
-    its writes in; an unusable folder (a file, a read-only or full disk) is a StorageError.
-    """
-    with storage_guard(folder):
-        folder.mkdir(parents=True, exist_ok=True)
-        handle = open(folder / lock_name, "w")
-    with handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise InputError(busy, path=folder) from None
-        yield
