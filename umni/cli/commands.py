@@ -181,6 +181,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:
     from umni.reporting.leaderboard import build_tables, find_runs, long_csv, write_leaderboard
+    from umni.reporting.tables import tables_csv
 
     if args.paired:
         from umni.reporting.leaderboard import label_runs
@@ -193,17 +194,18 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
         return EXIT_OK
     runs = find_runs(args.dirs)
     tables = build_tables(runs, layout=args.layout)
-    if args.format == "csv" and args.layout == "tidy" and not args.out:
-        print(long_csv(tables), end="")
-        return EXIT_OK
-    if args.format != "markdown" and not args.out:
-        print("\n\n".join(t.latex() if args.format == "latex" else t.csv() for t in tables))
-        return EXIT_OK
+    if args.group is not None:
+        order = [g.strip() for g in args.group.split(",") if g.strip()]
+        tables = [t.grouped(order) for t in tables]
     if args.out:
-        paths = write_leaderboard(tables, args.out, tidy=tables if args.layout == "tidy" else build_tables(runs, layout="tidy"))
+        paths = write_leaderboard(tables, args.out, tidy=tables if args.layout == "tidy" else build_tables(runs, layout="tidy"), plain=args.plain)
         print("\n".join(f"{kind}: {path}" for kind, path in paths.items()))
+    elif args.format == "csv":
+        print(long_csv(tables) if args.layout == "tidy" else tables_csv(tables), end="")
+    elif args.format == "latex":
+        print("\n\n".join(t.latex(plain=args.plain) for t in tables))
     else:
-        print("\n\n".join(t.markdown() for t in tables))
+        print("\n\n".join(t.markdown(plain=args.plain) for t in tables))
     return EXIT_OK
 
 

@@ -57,7 +57,10 @@ class Run:
 
 
 def run_label(summary: dict[str, Any]) -> str:
-    """A short name for a run: its one spec, or role=spec pairs when roles differ."""
+    """A short name for a run: the label it was given (summary.json's ``label``; a prefix before "/"
+    groups it in `leaderboard --group`), else its one spec, or role=spec pairs when roles differ."""
+    if isinstance(summary.get("label"), str) and summary["label"].strip():
+        return str(summary["label"]).strip()
     bindings: dict[str, str] = summary.get("bindings", {})
     values = list(bindings.values())
     base = max(sorted(set(values)), key=values.count) if values else "?"
