@@ -27,7 +27,7 @@ are counted beside the scores and never scored.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache, partial
 from pathlib import Path
@@ -43,6 +43,7 @@ from umni.plugin import (
     UNDERSTAND,
     CaseSet,
     Graph,
+    HeadlineParts,
     ImageFile,
     InputError,
     Note,
@@ -536,6 +537,11 @@ class Aegis(Protocol[AegisCase, AegisOptions, AegisResult, scoring.AegisScores])
             evaluation_failed_ids=s.evaluation_failed_ids,
             invert_negative=options.invert_negative,
         )
+
+    def headline_parts(self, records: Sequence[AegisResult], options: AegisOptions) -> HeadlineParts:
+        """Overall: the mean (as a percentage) over the scored cases of their checklist scores."""
+        cases = [{"score": (100.0 * score, 1.0)} if r["status"] == "scored" and (score := r["score"]) is not None else {} for r in records]
+        return HeadlineParts({"score": 1.0}, cases)
 
     def tables(self, summary: dict[str, Any]) -> list[tuple[str, list[str], list[list[Any]]]]:
         s = summary["scores"]

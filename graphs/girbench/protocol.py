@@ -47,6 +47,7 @@ from umni.plugin import (
     UNDERSTAND,
     CaseSet,
     Graph,
+    HeadlineParts,
     ImageFile,
     InputError,
     Note,
@@ -125,6 +126,8 @@ METRIC_ROLES: dict[str, tuple[str, ...]] = {
     "sudoku": (EDIT, OCR),
     "perception": (EDIT,),
 }
+#: What Visual Puzzle's score is: why it has no interval and no per-case share.
+PUZZLE_SET_STATISTIC = "exp(−FID/60) of one Fréchet distance over the whole set of outputs"
 T2I_METRICS = ("numerical", "spatial", "text")
 EDIT_METRICS = ("puzzle", "sudoku", "perception")
 ALL_ROLES = (GENERATE, EDIT, UNDERSTAND, OCR, DETECT, EMBED)
@@ -868,6 +871,40 @@ class GirBench(Protocol[GirCase, GirOptions, dict[str, Any], GirScores]):
         scores = self._summarize(records, options, set_statistics=False)
         puzzles = sum(1 for r in records if r.get("metrics", {}).get("puzzle", {}).get("status") == "scored")
         return scores.model_copy(update={"overall": None}) if puzzles >= 2 else scores
+
+    def unresampled(self, scores: Mapping[str, Any], options: GirOptions) -> dict[str, str]:
+        """With a puzzle score, the cells `summarize_resample` leaves out, and why."""
+        if (scores.get("metrics", {}).get("puzzle") or {}).get("score") is None:
+            return {}
+        averaged = f"averages in Visual Puzzle, whose score ({PUZZLE_SET_STATISTIC}) no resample recomputes"
+        own = f"Visual Puzzle's score is {PUZZLE_SET_STATISTIC}, which no resample recomputes"
+        return {"metrics/puzzle/score": own, "metrics/puzzle/fid": own, "puzzle_fid": own, "edit/puzzle": own,
+                "edit/overall": averaged, "overall": averaged}
+
+    def stratum(self, record: dict[str, Any], options: GirOptions) -> str:
+        """The case's task, a Uni entity's with its category: the Overall averages the tasks (and a
+        Uni side its categories), and a group's Overall needs all three of its tasks."""
+        return f"{record['task']}/{record['category']}" if record.get("category") else str(record["task"])
+
+    def headline_parts(self, records: Sequence[dict[str, Any]], options: GirOptions) -> HeadlineParts | str:
+        """Overall = the mean of the scored tasks' scores, a Uni side's score the mean of its
+        categories' means: each task (each Uni side × category) a component, weighted 1 / tasks
+        (÷ the side's categories), a scored case adding its value and a count of one. None with a
+        puzzle score: it is a statistic of the whole set, of which no case has a share."""
+        cases: list[dict[str, tuple[float, float]]] = []
+        for record in records:
+            terms: dict[str, tuple[float, float]] = {}
+            for key, entry in record.get("metrics", {}).items():
+                scored = entry.get("status") == "scored"
+                if key == "puzzle" and scored:
+                    return f"the Overall averages in Visual Puzzle, whose score is {PUZZLE_SET_STATISTIC}: no case has a share of it"
+                component = f"{key}/{entry.get('category')}" if key.startswith("uni_") else key
+                terms[component] = (float(entry["value"]), 1.0) if scored else (0.0, 0.0)
+            cases.append(terms)
+        counted = sorted({k for terms in cases for k, (_, count) in terms.items() if count})
+        tasks = {k.split("/")[0] for k in counted}
+        weights = {k: 1.0 / len(tasks) / sum(c.split("/")[0] == k.split("/")[0] for c in counted) for k in counted}
+        return HeadlineParts(weights, cases)
 
     def _summarize(self, records: list[dict[str, Any]], options: GirOptions, *, set_statistics: bool) -> GirScores:
         by_metric: dict[str, list[dict[str, Any]]] = {key: [] for key, _, _ in METRICS}

@@ -7,7 +7,7 @@ modules) plus ``--option ability=...``, which only changes what is scored.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypedDict
@@ -20,6 +20,7 @@ from umni.plugin import (
     UNDERSTAND,
     CaseSet,
     Graph,
+    HeadlineParts,
     Outcome,
     Protocol,
     Ref,
@@ -162,6 +163,9 @@ class UmniBench(Protocol[UmniCase, UmniOptions, UmniRecord, scoring.UmniScores])
 
     def score_tallies(self, totals: Mapping[str, int], options: UmniOptions) -> scoring.UmniScores:
         return scoring.score_tallies(totals, options.ability)
+
+    def headline_parts(self, records: Sequence[UmniRecord], options: UmniOptions) -> HeadlineParts:
+        return scoring.headline_parts(records, options.ability)
 
     def judgements(self, record: UmniRecord) -> dict[str, float | None]:
         """The per-case accuracy (0–100) over answered questions: what the paper correlates with people."""

@@ -26,14 +26,27 @@ listed by id in the summary.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
-from umni.plugin import GENERATE, JUDGE, CaseSet, Graph, InputError, Note, Outcome, Protocol, Ref, View, node_status
+from umni.plugin import (
+    GENERATE,
+    JUDGE,
+    CaseSet,
+    Graph,
+    HeadlineParts,
+    InputError,
+    Note,
+    Outcome,
+    Protocol,
+    Ref,
+    View,
+    node_status,
+)
 
 from . import prompts as P
 from . import scoring as S
@@ -382,6 +395,19 @@ class Wise(Protocol[WiseCase, WiseOptions, dict[str, Any], WiseScores]):
             realism=marks["realism"] if legacy else None,
             aesthetic_quality=marks["aesthetic_quality"] if legacy else None,
         )
+
+    def stratum(self, record: dict[str, Any], options: WiseOptions) -> str:
+        """The prompt's category: the Overall weights all six, so each resample keeps each one."""
+        return category_of(record["prompt_id"], options.prompt_set)
+
+    def headline_parts(self, records: Sequence[dict[str, Any]], options: WiseOptions) -> HeadlineParts:
+        """Overall = Σ weight · category mean: a scored prompt adds its score (WiScore, or the
+        binary mark) and a count of one to its category; a failed one adds neither."""
+        cases = []
+        for record in records:
+            scored = record.get("failure") is None and record.get("marks") is not None
+            cases.append({self.stratum(record, options): (float(record["score"]), 1.0) if scored else (0.0, 0.0)})
+        return HeadlineParts(dict(S.OVERALL_WEIGHTS[options.prompt_set]), cases)
 
     def tables(self, summary: dict[str, Any]) -> list[tuple[str, list[str], list[list[Any]]]]:
         s = summary["scores"]

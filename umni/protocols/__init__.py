@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         validate_records,
         validation_errors,
     )
+    from umni.protocols.headline import HeadlineParts, Terms
     from umni.protocols.protocol import (
         CaseSet,
         NoOptions,
@@ -46,6 +47,7 @@ __all__ = [
     "each_result",
     "field_errors",
     "get_protocol",
+    "HeadlineParts",
     "jsonl_lines",
     "known_protocols",
     "node_status",
@@ -61,6 +63,7 @@ __all__ = [
     "Scores",
     "scores_json",
     "Skipped",
+    "Terms",
     "validate_records",
     "validation_errors",
     "View",
@@ -75,6 +78,7 @@ _HOME = {
     **dict.fromkeys(["CaseSet", "NoOptions", "Note", "Protocol", "Skipped", "View", "get_protocol", "known_protocols",
                      "node_status"], "protocol"),
     **dict.fromkeys(["Number", "Scores", "scores_json"], "scores"),
+    **dict.fromkeys(["HeadlineParts", "Terms"], "headline"),
 }
 
 

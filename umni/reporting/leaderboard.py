@@ -19,7 +19,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from umni.reporting.intervals import bootstrap_headline, bootstrap_intervals  # noqa: F401 - bootstrap_headline: importable from here too
+from umni.reporting.intervals import bootstrap, bootstrap_headline, bootstrap_intervals  # noqa: F401 - bootstrap_headline, bootstrap_intervals: importable from here too
 from umni.reporting.layouts import LAYOUT_NAMES, layout_for
 from umni.reporting.layouts import generic as _generic
 from umni.reporting.runset import (  # noqa: F401 - coverage_line, failure_share, find_runs, find_summaries, run_label: importable from here too
@@ -46,11 +46,12 @@ def write_run_tables(run_dir: Path, summary: dict[str, Any]) -> Path:
 
     run = Run(summary, run_dir, intervals=None)
     run.intervals = None  # this run's own tables.json is what is being written: compute afresh
-    intervals = bootstrap_intervals(run)
-    run.intervals = intervals
+    done = bootstrap(run)
+    run.intervals, run.no_interval = done.intervals, done.reasons
     tables = [t.to_json() for t in build_tables([run])]
     path = run_dir / TABLES_FILE
-    atomic_write_text(path, json.dumps({"version": TABLES_VERSION, "intervals": intervals, "tables": tables}, indent=1, ensure_ascii=False))
+    stored = {"version": TABLES_VERSION, "intervals": done.intervals, "no_interval": done.reasons, "tables": tables}
+    atomic_write_text(path, json.dumps(stored, indent=1, ensure_ascii=False))
     return path
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +17,11 @@ from umni.reporting.tables import Cell
 from umni.store.completion import is_complete, require_complete
 from umni.util.errors import InputError
 
-#: Where a finished run keeps its tables and intervals, and the layout version of that file
+#: Where a finished run keeps its tables and intervals, and the layout version of that file. Version 2:
+#: intervals drawn within the protocol's strata (version 1's had none on WISE's Overall and GIR-Bench's
+#: group Overalls, and are recomputed rather than read), and ``no_interval``: why a score has none.
 TABLES_FILE = "tables.json"
-TABLES_VERSION = 1
+TABLES_VERSION = 2
 
 
 @dataclass
@@ -32,10 +34,19 @@ class Run:
     #: Bootstrap intervals stored in the run's tables.json when it finished (None: none stored,
     #: compute them; an empty dict: show none rather than compute, as the viewer does).
     intervals: dict[str, tuple[float, float] | None] | None = None
+    #: Why a score with a value has no interval (flattened key -> reason), stored beside them.
+    no_interval: dict[str, str] = field(default_factory=dict)
+    #: False where only stored figures may be shown (the viewer): nothing is re-scored from records
+    #: (a paper's Average column over runs then has no interval).
+    may_rescore: bool = True
+    #: The run's bootstrap once computed (`intervals.bootstrap`), for figures over several runs.
+    resampled: Any = None
 
     def __post_init__(self) -> None:
         if self.intervals is None and self.path is not None:
             self.intervals = read_stored_intervals(self.path)
+            if self.intervals is not None:
+                self.no_interval = read_stored_reasons(self.path)
 
     def records(self) -> list[dict[str, Any]]:
         return list(self.each_record())
@@ -133,6 +144,20 @@ def find_summaries(paths: Iterable[Path]) -> list[dict[str, Any]]:
 
 def read_stored_intervals(run_dir: Path) -> dict[str, tuple[float, float] | None] | None:
     """The intervals of the run's tables.json; None when it has none (or one of another version)."""
+    data = _stored_tables(run_dir)
+    if data is None or not isinstance(data.get("intervals"), dict):
+        return None
+    return {k: (tuple(v) if isinstance(v, list) and len(v) == 2 else None) for k, v in data["intervals"].items()}
+
+
+def read_stored_reasons(run_dir: Path) -> dict[str, str]:
+    """Why a score of the run's tables.json has no interval (key -> reason); empty when none stored."""
+    data = _stored_tables(run_dir)
+    reasons = data.get("no_interval") if data else None
+    return {str(k): str(v) for k, v in reasons.items()} if isinstance(reasons, dict) else {}
+
+
+def _stored_tables(run_dir: Path) -> dict[str, Any] | None:
     path = run_dir / TABLES_FILE
     if not path.exists():
         return None
@@ -140,9 +165,7 @@ def read_stored_intervals(run_dir: Path) -> dict[str, tuple[float, float] | None
         data = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError):
         return None
-    if not isinstance(data, dict) or data.get("version") != TABLES_VERSION or not isinstance(data.get("intervals"), dict):
-        return None
-    return {k: (tuple(v) if isinstance(v, list) and len(v) == 2 else None) for k, v in data["intervals"].items()}
+    return data if isinstance(data, dict) and data.get("version") == TABLES_VERSION else None
 
 
 # ----------------------------------------------------------------------------------- coverage

@@ -105,6 +105,8 @@ class ViewerData:
         self.missing_intervals = [r for r in runs if r.intervals is None]
         for run in self.missing_intervals:
             run.intervals = {}  # made before tables.json existed: no interval, rather than minutes of bootstrap here
+        for run in runs:
+            run.may_rescore = False  # nor a mean over runs resampled from their records
         self._runs_for_tables = runs
         self._tables: list[dict[str, Any]] | None = None
         self._tables_lock = threading.Lock()
