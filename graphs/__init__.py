@@ -8,7 +8,8 @@ Every protocol folder has the same core modules, one per part of `umni.plugin.Pr
     graph.py       one case's graph, its typed handles, and the functions its nodes run
     records.py     a case's outcomes → its results.jsonl record (RecordT), and the record's report views
     scoring.py     the official formulas that score one case
-    summary.py     records → summary.json scores (ScoresT), and the report's tables
+    summary.py     records → summary.json scores (ScoresT), the headline's per-case parts and strata
+                   that the statistics resample, and the report's tables
     deviations.py  where umni departs from the official code, counted per run (UmniBench has no
                    official code, so no such module)
     protocol.py    the Protocol subclass: each method calls the module above that answers it

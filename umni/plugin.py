@@ -78,6 +78,7 @@ _EXPORTS = {
     "Skipped": "umni.protocols.protocol",
     "View": "umni.protocols.protocol",
     "node_status": "umni.protocols.protocol",
+    "HeadlineParts": "umni.protocols.headline",
     "Scores": "umni.protocols.scores",
     "Number": "umni.util.jsonmodel",
     "CaseRecord": "umni.store.runfolder",
@@ -156,6 +157,7 @@ if TYPE_CHECKING:
     from umni.protocols.caseio import read_jsonl as read_jsonl
     from umni.protocols.caseio import shown_missing as shown_missing
     from umni.protocols.caseio import validate_records as validate_records
+    from umni.protocols.headline import HeadlineParts as HeadlineParts
     from umni.protocols.protocol import CaseSet as CaseSet
     from umni.protocols.protocol import Note as Note
     from umni.protocols.protocol import Protocol as Protocol

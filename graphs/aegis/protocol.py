@@ -14,17 +14,17 @@ The class only answers the engine's questions; each answer lives in the module o
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from umni.plugin import EDIT, GENERATE, JUDGE, UNDERSTAND, CaseSet, Graph, Outcome, Protocol, View
+from umni.plugin import EDIT, GENERATE, JUDGE, UNDERSTAND, CaseSet, Graph, HeadlineParts, Outcome, Protocol, View
 
 from .cases import AegisCase, load_case_set, located
 from .graph import AegisHandles, build_case_graph
 from .options import AegisOptions
 from .records import AegisResult, case_record, case_views, checklist_score
-from .summary import AegisScores, score_tables, summarize_records
+from .summary import AegisScores, headline_parts, score_tables, summarize_records
 
 
 class Aegis(Protocol[AegisCase, AegisOptions, AegisResult, AegisScores]):
@@ -56,6 +56,9 @@ class Aegis(Protocol[AegisCase, AegisOptions, AegisResult, AegisScores]):
 
     def summarize(self, records: list[AegisResult], options: AegisOptions) -> AegisScores:
         return summarize_records(records, options)
+
+    def headline_parts(self, records: Sequence[AegisResult], options: AegisOptions) -> HeadlineParts:
+        return headline_parts(records)
 
     def tables(self, summary: dict[str, Any]) -> list[tuple[str, list[str], list[list[Any]]]]:
         return score_tables(summary)

@@ -8,11 +8,11 @@ replies, so the official figure sits beside umni's.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any
 
-from umni.plugin import Number, Scores
+from umni.plugin import HeadlineParts, Number, Scores
 
 from . import scoring
 from .cases import DOMAIN_GROUPS, REASONING_TYPES, TASKS
@@ -118,6 +118,12 @@ def summarize_records(records: list[AegisResult], options: AegisOptions) -> Aegi
         evaluation_failed_ids=s.evaluation_failed_ids,
         invert_negative=options.invert_negative,
     )
+
+
+def headline_parts(records: Sequence[AegisResult]) -> HeadlineParts:
+    """Overall: the mean (as a percentage) over the scored cases of their checklist scores."""
+    cases = [{"score": (100.0 * score, 1.0)} if r["status"] == "scored" and (score := r["score"]) is not None else {} for r in records]
+    return HeadlineParts({"score": 1.0}, cases)
 
 
 def score_tables(summary: dict[str, Any]) -> list[tuple[str, list[str], list[list[Any]]]]:

@@ -16,17 +16,17 @@ The class only answers the engine's questions; each answer lives in the module o
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from umni.plugin import GENERATE, JUDGE, CaseSet, Graph, Outcome, Protocol, View
+from umni.plugin import GENERATE, JUDGE, CaseSet, Graph, HeadlineParts, Outcome, Protocol, View
 
 from .cases import GeniusTask, case_schema, load_tasks
 from .graph import GeniusHandles, build_case_graph
 from .options import GeniusOptions
 from .records import GeniusResult, case_record, case_views, final_marks
-from .summary import GeniusScores, Table, score_tables, summarize_records
+from .summary import GeniusScores, Table, headline_parts, score_tables, summarize_records
 
 
 class Genius(Protocol[GeniusTask, GeniusOptions, GeniusResult, GeniusScores]):
@@ -61,6 +61,9 @@ class Genius(Protocol[GeniusTask, GeniusOptions, GeniusResult, GeniusScores]):
 
     def summarize(self, records: list[GeniusResult], options: GeniusOptions) -> GeniusScores:
         return summarize_records(records, options)
+
+    def headline_parts(self, records: Sequence[GeniusResult], options: GeniusOptions) -> HeadlineParts:
+        return headline_parts(records)
 
     def tables(self, summary: dict[str, Any]) -> list[Table]:
         return score_tables(summary)

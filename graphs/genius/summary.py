@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from statistics import fmean
 from typing import Any
 
-from umni.plugin import GENERATE, Number, Scores
+from umni.plugin import GENERATE, HeadlineParts, Number, Scores
 
 from . import scoring
 from .dataset import DIMENSION_TITLES, DIMENSIONS, DIMENSIONS_WITHOUT_VC
@@ -168,6 +168,26 @@ def summarize_records(records: Sequence[Mapping[str, Any]], o: GeniusOptions) ->
         reflection=_reflection_summary(records, o) if o.reflection_rounds else None,
         probe=_probe_summary(records) if o.vqa_probe else None,
     )
+
+
+def headline_parts(records: Sequence[Mapping[str, Any]]) -> HeadlineParts:
+    """Overall = 0.6·RC + 0.35·VC + 0.05·AQ over the pooled items: a case's item adds each metric
+    that applies to it (its mark and a count of one; a judge failure adds neither), a case without
+    an item adds nothing. With no VC at all, VC counts as 0, as `scoring.summarize` has it."""
+    cases = []
+    for record in records:
+        terms: dict[str, tuple[float, float]] = {}
+        if record.get("item") is not None:
+            item = scoring.score_item(record["item"])
+            for metric in scoring.OVERALL_WEIGHTS:  # rc, vc, aq
+                mark = getattr(item, metric)
+                if mark is not None:  # None: VC does not apply to this case
+                    terms[metric] = (0.0, 0.0) if isinstance(mark, scoring.JudgeFailure) else (float(mark), 1.0)
+        cases.append(terms)
+    weights = dict(scoring.OVERALL_WEIGHTS)
+    if not any("vc" in terms for terms in cases):
+        del weights["vc"]
+    return HeadlineParts(weights, cases)
 
 
 def _applicable(records: Sequence[Mapping[str, Any]]) -> Metrics:

@@ -42,13 +42,21 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from umni.plugin import CaseSet, Graph, Outcome, Protocol, View
+from umni.plugin import CaseSet, Graph, HeadlineParts, Outcome, Protocol, View
 
 from .cases import GirCase, case_schema, load_tasks, missing_weights
 from .graph import GirHandles, build_case_graph
 from .options import GirOptions, with_unbound_roles_skipped
 from .records import GirRecord, case_record, case_views
-from .summary import GirScores, score_tables, summarize_records, summarize_resample_records
+from .summary import (
+    GirScores,
+    headline_parts,
+    score_tables,
+    stratum,
+    summarize_records,
+    summarize_resample_records,
+    unresampled,
+)
 from .tasks import ALL_ROLES
 
 
@@ -90,6 +98,15 @@ class GirBench(Protocol[GirCase, GirOptions, GirRecord, GirScores]):
 
     def summarize_resample(self, records: list[GirRecord], options: GirOptions) -> GirScores:
         return summarize_resample_records(records, options)
+
+    def unresampled(self, scores: Mapping[str, Any], options: GirOptions) -> dict[str, str]:
+        return unresampled(scores)
+
+    def stratum(self, record: GirRecord, options: GirOptions) -> str:
+        return stratum(record)
+
+    def headline_parts(self, records: Sequence[GirRecord], options: GirOptions) -> HeadlineParts | str:
+        return headline_parts(records)
 
     def tables(self, summary: dict[str, Any]) -> list[tuple[str, list[str], list[list[Any]]]]:
         return score_tables(summary)

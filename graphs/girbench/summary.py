@@ -9,12 +9,12 @@ the whole set, left out of bootstrap resamples.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from umni.plugin import Number, Scores
+from umni.plugin import HeadlineParts, Number, Scores
 
 from . import scoring
 from .dataset import UNI_CATEGORIES
@@ -22,6 +22,9 @@ from .deviations import deviations
 from .options import GirOptions
 from .records import GirRecord, MetricEntry, shown_value
 from .tasks import EDIT_METRICS, METRIC_TASK, METRIC_TITLES, METRICS, T2I_METRICS
+
+#: What Visual Puzzle's score is: why it has no interval and no per-case share.
+PUZZLE_SET_STATISTIC = "exp(−FID/60) of one Fréchet distance over the whole set of outputs"
 
 
 class UniScores(Scores):
@@ -64,6 +67,43 @@ def summarize_resample_records(records: Sequence[GirRecord], options: GirOptions
     scores = _summarize(records, options, set_statistics=False)
     puzzles = sum(1 for r in records if _puzzle_scored(r))
     return scores.model_copy(update={"overall": None}) if puzzles >= 2 else scores
+
+
+def unresampled(scores: Mapping[str, Any]) -> dict[str, str]:
+    """With a puzzle score, the cells `summarize_resample_records` leaves out, and why."""
+    if (scores.get("metrics", {}).get("puzzle") or {}).get("score") is None:
+        return {}
+    averaged = f"averages in Visual Puzzle, whose score ({PUZZLE_SET_STATISTIC}) no resample recomputes"
+    own = f"Visual Puzzle's score is {PUZZLE_SET_STATISTIC}, which no resample recomputes"
+    return {"metrics/puzzle/score": own, "metrics/puzzle/fid": own, "puzzle_fid": own, "edit/puzzle": own,
+            "edit/overall": averaged, "overall": averaged}
+
+
+def stratum(record: GirRecord) -> str:
+    """The case's task, a Uni entity's with its category: the Overall averages the tasks (and a
+    Uni side its categories), and a group's Overall needs all three of its tasks."""
+    return f"{record['task']}/{record['category']}" if record.get("category") else str(record["task"])
+
+
+def headline_parts(records: Sequence[GirRecord]) -> HeadlineParts | str:
+    """Overall = the mean of the scored tasks' scores, a Uni side's score the mean of its
+    categories' means: each task (each Uni side × category) a component, weighted 1 / tasks
+    (÷ the side's categories), a scored case adding its value and a count of one. None with a
+    puzzle score: it is a statistic of the whole set, of which no case has a share."""
+    cases: list[dict[str, tuple[float, float]]] = []
+    for record in records:
+        terms: dict[str, tuple[float, float]] = {}
+        for key, entry in (record.get("metrics") or {}).items():
+            scored = entry.get("status") == "scored"
+            if key == "puzzle" and scored:
+                return f"the Overall averages in Visual Puzzle, whose score is {PUZZLE_SET_STATISTIC}: no case has a share of it"
+            component = f"{key}/{entry.get('category')}" if key.startswith("uni_") else key
+            terms[component] = (_value(entry), 1.0) if scored else (0.0, 0.0)
+        cases.append(terms)
+    counted = sorted({k for terms in cases for k, (_, count) in terms.items() if count})
+    tasks = {k.split("/")[0] for k in counted}
+    weights = {k: 1.0 / len(tasks) / sum(c.split("/")[0] == k.split("/")[0] for c in counted) for k in counted}
+    return HeadlineParts(weights, cases)
 
 
 def _summarize(records: Sequence[GirRecord], options: GirOptions, *, set_statistics: bool) -> GirScores:

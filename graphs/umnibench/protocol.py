@@ -14,18 +14,18 @@ UmniBench has no official code to deviate from, so it has no ``deviations.py``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from umni.plugin import EDIT, GENERATE, UNDERSTAND, CaseSet, Graph, Outcome, Protocol, View
+from umni.plugin import EDIT, GENERATE, UNDERSTAND, CaseSet, Graph, HeadlineParts, Outcome, Protocol, View
 
 from .cases import UmniCase, load_cases
 from .graph import UmniHandles, build_case_graph
 from .options import UmniOptions
 from .records import UmniRecord, answer_verdicts, answered_right, case_accuracy, case_record, case_views
 from .scoring import case_tallies
-from .summary import UmniScores, score, score_tables, score_tallies
+from .summary import UmniScores, headline_parts, score, score_tables, score_tallies
 
 
 class UmniBench(Protocol[UmniCase, UmniOptions, UmniRecord, UmniScores]):
@@ -60,6 +60,9 @@ class UmniBench(Protocol[UmniCase, UmniOptions, UmniRecord, UmniScores]):
 
     def score_tallies(self, totals: Mapping[str, int], options: UmniOptions) -> UmniScores:
         return score_tallies(totals, options.ability)
+
+    def headline_parts(self, records: Sequence[UmniRecord], options: UmniOptions) -> HeadlineParts:
+        return headline_parts(records, options.ability)
 
     def judgements(self, record: UmniRecord) -> dict[str, float | None]:
         return case_accuracy(record)

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from statistics import mean
 from typing import Any
 
-from umni.plugin import Number, Scores
+from umni.plugin import HeadlineParts, Number, Scores
 
 from .cases import STAGE_QUESTIONS, STAGE_TITLES, STAGES
 from .scoring import SCORED_STAGES, case_tallies
@@ -74,6 +74,19 @@ def score_tallies(totals: Mapping[str, int], ability: str = "full") -> UmniScore
         domain_answered={d: count(f"domain/{d}/answered") for d in names},
         domain_failed={d: count(f"domain/{d}/failed") for d in names},
     )
+
+
+def headline_parts(records: Sequence[Mapping[str, Any]], ability: str = "full") -> HeadlineParts:
+    """The overall as `score_tallies` makes it, the mean of the included questions' accuracies: each
+    question a component weighted 100 / (questions with an answer), each case adding its right
+    answers and its answers to each question."""
+    included = [q for stage in SCORED_STAGES[ability] for q in STAGE_QUESTIONS[stage]]
+    cases = []
+    for record in records:
+        counts = case_tallies(record, ability)
+        cases.append({q: (float(counts.get(f"question/{q}/correct", 0)), float(counts.get(f"question/{q}/answered", 0))) for q in included})
+    answered = [q for q in included if any(case[q][1] for case in cases)]
+    return HeadlineParts({q: 100.0 / len(answered) for q in answered}, cases)
 
 
 def score_tables(summary: dict[str, Any]) -> list[tuple[str, list[str], list[list[Any]]]]:

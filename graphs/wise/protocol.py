@@ -14,17 +14,17 @@ The class only answers the engine's questions; each answer lives in the module o
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from umni.plugin import GENERATE, JUDGE, CaseSet, Graph, Outcome, Protocol, View
+from umni.plugin import GENERATE, JUDGE, CaseSet, Graph, HeadlineParts, Outcome, Protocol, View
 
 from .cases import WiseCase, load_cases, prompt_file_schema
 from .graph import WiseHandles, build_case_graph
 from .options import WiseOptions
 from .records import WiseRecord, case_record, case_views, judge_marks
-from .summary import WiseScores, score_tables, summarize_records
+from .summary import WiseScores, headline_parts, score_tables, stratum, summarize_records
 
 
 class Wise(Protocol[WiseCase, WiseOptions, WiseRecord, WiseScores]):
@@ -60,6 +60,12 @@ class Wise(Protocol[WiseCase, WiseOptions, WiseRecord, WiseScores]):
     def summarize(self, records: list[WiseRecord], options: WiseOptions, *, judge: str | None = None) -> WiseScores:
         """`judge` is the judge role's spec, echoed as ``scores.judge`` (`summary.summarize_records`)."""
         return summarize_records(records, options, judge=judge)
+
+    def stratum(self, record: WiseRecord, options: WiseOptions) -> str:
+        return stratum(record, options)
+
+    def headline_parts(self, records: Sequence[WiseRecord], options: WiseOptions) -> HeadlineParts:
+        return headline_parts(records, options)
 
     def tables(self, summary: dict[str, Any]) -> list[tuple[str, list[str], list[list[Any]]]]:
         return score_tables(summary)

@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from umni.plugin import Number, Scores
+from umni.plugin import HeadlineParts, Number, Scores
 
 from . import scoring as S
-from .cases import CATEGORIES, expected_ids
+from .cases import CATEGORIES, category_of, expected_ids
 from .deviations import deviations
 from .options import WiseOptions
 from .records import WiseRecord
@@ -160,6 +160,22 @@ def summarize_records(records: Sequence[WiseRecord], options: WiseOptions, *, ju
         realism=marks["realism"] if legacy else None,
         aesthetic_quality=marks["aesthetic_quality"] if legacy else None,
     )
+
+
+def stratum(record: WiseRecord, options: WiseOptions) -> str:
+    """The prompt's category: the Overall weights all six, so each resample keeps each one."""
+    return category_of(record["prompt_id"], options.prompt_set)
+
+
+def headline_parts(records: Sequence[WiseRecord], options: WiseOptions) -> HeadlineParts:
+    """Overall = Σ weight · category mean: a scored prompt adds its score (WiScore, or the
+    binary mark) and a count of one to its category; a failed one adds neither."""
+    cases = []
+    for record in records:
+        score = record["score"]
+        scored = record.get("failure") is None and record.get("marks") is not None
+        cases.append({stratum(record, options): (float(score), 1.0) if scored and score is not None else (0.0, 0.0)})
+    return HeadlineParts(dict(S.OVERALL_WEIGHTS[options.prompt_set]), cases)
 
 
 def score_tables(summary: dict[str, Any]) -> list[tuple[str, list[str], list[list[Any]]]]:

@@ -112,9 +112,12 @@ def test_a_damaged_summary_is_one_error_naming_the_file_and_the_field(tmp_path: 
 def test_tables_of_another_layout_or_damaged_are_not_read(tmp_path: Path) -> None:
     folder = RunFolder(tmp_path)
     assert folder.read_tables() is None
-    folder.write_tables(RunTables(intervals={"overall": (1.0, 2.0), "q": None}, tables=[]))
+    folder.write_tables(RunTables(intervals={"overall": (1.0, 2.0), "q": None}, no_interval={"q": "rests on 1 case(s)"}, tables=[]))
     stored = folder.read_tables()
     assert stored is not None and stored.intervals == {"overall": (1.0, 2.0), "q": None}
+    assert stored.version == 2 and stored.no_interval == {"q": "rests on 1 case(s)"}
+    folder.tables_json.write_text('{"version": 1, "intervals": {}, "tables": []}')  # version 1's intervals are recomputed
+    assert folder.read_tables() is None
     folder.tables_json.write_text('{"version": 99, "intervals": {}, "tables": []}')
     assert folder.read_tables() is None
     folder.tables_json.write_text('{"version": 1, "intervals": "none"')

@@ -470,3 +470,25 @@ def test_intervals_never_recompute_the_frechet_distance(full_run, monkeypatch):
     assert computed and whole["overall"] is not None
     fid_bound = {"overall", "puzzle_fid", "edit/puzzle", "edit/overall", "metrics/puzzle/score", "metrics/puzzle/fid"}
     assert {k: v for k, v in intervals.items() if k not in fid_bound} == {k: v for k, v in whole.items() if k not in fid_bound}
+
+
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+def test_group_overalls_get_intervals_and_the_puzzle_cells_say_why_not(full_run):
+    """Table 2's group Overalls: T2I's resampled within each task (every resample holds all three),
+    Edit's averaging in the puzzle's Fréchet distance, which no resample recomputes, says so; a
+    paired comparison, whose headline averages it in too, gives no test and says why in one line."""
+    from umni.reporting.leaderboard import Run, build_tables
+    from umni.reporting.paired import compare_runs
+
+    run = Run(full_run.summary, full_run.out, intervals=None, label="full")
+    table = next(t for t in build_tables([run]) if "Table 2" in t.title)
+    cells = dict(zip(table.headers(), table.rows[0].cells))
+    t2i = cells["GIR-Bench-T2I · Overall"]
+    assert t2i.value == 0.5 and t2i.ci is not None and t2i.ci[0] <= 0.5 <= t2i.ci[1]
+    edit = cells["GIR-Bench-Edit · Overall"]
+    assert edit.ci is None and "Fréchet distance" in edit.no_interval
+    assert "no interval (averages in Visual Puzzle, whose score (exp(−FID/60) of one Fréchet distance" in table.markdown(plain=True)
+    result = compare_runs(run, run)
+    assert result.difference == 0 and result.p_value is None and result.ci is None
+    assert "Fréchet distance over the whole set of outputs: no case has a share of it" in result.no_test
+    assert result.text().splitlines()[1].startswith("  no interval: A: the Overall averages in Visual Puzzle")

@@ -203,29 +203,63 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:
     from umni.reporting.leaderboard import build_tables, find_runs, long_csv, write_leaderboard
+    from umni.reporting.tables import tables_csv
 
     if args.paired:
-        from umni.reporting.leaderboard import label_runs
-        from umni.reporting.paired import compare_runs
-
-        runs = label_runs(find_runs(args.dirs))
-        if len(runs) != 2:
-            raise InputError(f"--paired compares exactly two runs; these paths hold {len(runs)}", path=args.dirs[0])
-        print(compare_runs(runs[0], runs[1]).text())
-        return EXIT_OK
+        return _paired(args)
     runs = find_runs(args.dirs)
     tables = build_tables(runs, layout=args.layout)
-    if args.format == "csv" and args.layout == "tidy" and not args.out:
-        print(long_csv(tables), end="")
-        return EXIT_OK
-    if args.format != "markdown" and not args.out:
-        print("\n\n".join(t.latex() if args.format == "latex" else t.csv() for t in tables))
-        return EXIT_OK
+    if args.group is not None:
+        order = [g.strip() for g in args.group.split(",") if g.strip()]
+        tables = [t.grouped(order) for t in tables]
     if args.out:
-        paths = write_leaderboard(tables, args.out, tidy=tables if args.layout == "tidy" else build_tables(runs, layout="tidy"))
+        paths = write_leaderboard(tables, args.out, tidy=tables if args.layout == "tidy" else build_tables(runs, layout="tidy"), plain=args.plain)
         print("\n".join(f"{kind}: {path}" for kind, path in paths.items()))
+    elif args.format == "csv":
+        print(long_csv(tables) if args.layout == "tidy" else tables_csv(tables), end="")
+    elif args.format == "latex":
+        print("\n\n".join(t.latex(plain=args.plain) for t in tables))
     else:
-        print("\n\n".join(t.markdown() for t in tables))
+        print("\n\n".join(t.markdown(plain=args.plain) for t in tables))
+    return EXIT_OK
+
+
+def _paired(args: argparse.Namespace) -> int:
+    """`leaderboard --paired`: every pair of runs of each protocol, printed in the chosen format."""
+    from umni.reporting.leaderboard import find_runs, label_runs
+    from umni.reporting.paired import compare_all, pairs_csv
+
+    runs = label_runs(find_runs(args.dirs))
+    if len(runs) < 2:
+        raise InputError(f"--paired compares runs of one protocol; these paths hold {len(runs)} run(s)", path=args.dirs[0])
+    matrices = compare_all(runs)
+    if args.format == "csv":
+        text = pairs_csv(matrices)
+    elif args.format == "latex":
+        text = "\n\n".join(m.table().latex(plain=True) for m in matrices)
+    else:
+        text = "\n\n".join(m.markdown() for m in matrices) + "\n"
+    if args.out:
+        from umni.store.atomic import atomic_write_text
+
+        args.out.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(args.out / "paired.csv", pairs_csv(matrices))
+        atomic_write_text(args.out / "paired.md", "\n\n".join(m.markdown() for m in matrices) + "\n")
+        print(f"paired: {args.out / 'paired.md'}\npaired csv: {args.out / 'paired.csv'}")
+    else:
+        print(text, end="" if text.endswith("\n") else "\n")
+    return EXIT_OK
+
+
+def cmd_power(args: argparse.Namespace) -> int:
+    from umni.reporting.leaderboard import find_runs, label_runs
+    from umni.reporting.power import power_estimate
+
+    runs = label_runs(find_runs(args.runs))
+    if len(runs) > 2:
+        raise InputError(f"power reads one run (or two runs of the same cases); these paths hold {len(runs)}", path=args.runs[0])
+    estimate = power_estimate(runs[0], args.delta, alpha=args.alpha, power=args.power, other=runs[1] if len(runs) == 2 else None)
+    print(estimate.text())
     return EXIT_OK
 
 
@@ -356,6 +390,7 @@ COMMANDS = {
     "run": cmd_run,
     "sweep": cmd_sweep,
     "leaderboard": cmd_leaderboard,
+    "power": cmd_power,
     "rejudge": cmd_rejudge,
     "agree": cmd_agree,
     "protocols": cmd_protocols,

@@ -83,13 +83,28 @@ def build_parser() -> argparse.ArgumentParser:
     board.add_argument("dirs", type=Path, nargs="+")
     board.add_argument("--out", type=Path, help="write leaderboard.md/.csv/.json here (default: print Markdown)")
     board.add_argument("--format", choices=["markdown", "latex", "csv"], default="markdown",
-                       help="what is printed: Markdown, LaTeX (booktabs) to paste into a paper, or CSV of each table as laid out "
+                       help="what is printed: Markdown, LaTeX (booktabs) to paste into a paper, or CSV of the tables as laid out: "
+                       "one file (a `table` column when there are several) that pandas.read_csv reads as it is "
                        "(with --layout tidy: the long CSV, one row per run × metric)")
     board.add_argument("--layout", choices=["paper", "tidy"], default="paper",
                        help="paper: each paper's own tables (orientation, column groups, names, order, rounding); "
                        "tidy: one row per run (leaderboard.csv is always the tidy long CSV)")
+    board.add_argument("--plain", action="store_true",
+                       help="cells as the paper prints them, a number alone: intervals, coverage and marks go to footnotes below each table")
+    board.add_argument("--group", nargs="?", const="", metavar="G1,G2,…",
+                       help="group the runs by the prefix of their labels before the first '/' (a run labelled Und/x is x under Und), "
+                       "as papers group models by type; groups in the order given, then as they come")
     board.add_argument("--paired", action="store_true",
-                       help="two runs of one protocol: their headline difference on the shared cases, with a paired bootstrap interval and a paired test")
+                       help="the headline difference of every pair of runs of one protocol on the cases both hold, with a 95 %% paired "
+                       "bootstrap interval and a paired permutation test; over more than two runs a matrix with Holm-adjusted p-values")
+
+    power = sub.add_parser("power", help="cases needed to tell a headline difference apart at a given power, from a run's per-case variance")
+    power.add_argument("runs", type=Path, nargs="+", metavar="RUN", help="a run directory; with a second run of the same cases, the "
+                       "variance of their paired differences is measured instead of assumed")
+    power.add_argument("--delta", type=float, required=True, metavar="D", help="the headline difference to detect, on the headline's scale "
+                       "(0.05 on WISE's 0–1, 5 on UmniBench's 0–100)")
+    power.add_argument("--alpha", type=float, default=0.05, help="two-sided significance level (default 0.05)")
+    power.add_argument("--power", type=float, default=0.8, help="the chance of detecting the difference when it is there (default 0.8)")
 
     rejudge = sub.add_parser("rejudge", help="re-score a run with another judge; nothing else is re-run")
     rejudge.add_argument("run", type=Path)

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
         validate_records,
         validation_errors,
     )
+    from umni.protocols.headline import HeadlineParts, Terms
     from umni.protocols.protocol import (
         CaseSet,
         NoOptions,
@@ -41,6 +42,7 @@ __all__ = [
     "confined_path",
     "field_errors",
     "get_protocol",
+    "HeadlineParts",
     "known_protocols",
     "node_status",
     "Number",
@@ -53,6 +55,7 @@ __all__ = [
     "Scores",
     "scores_json",
     "Skipped",
+    "Terms",
     "validate_records",
     "validation_errors",
     "View",
@@ -67,6 +70,7 @@ _HOME = {
     **dict.fromkeys(["CaseSet", "NoOptions", "Note", "Protocol", "Skipped", "View", "get_protocol", "known_protocols",
                      "node_status"], "protocol"),
     **dict.fromkeys(["Number", "Scores", "scores_json"], "scores"),
+    **dict.fromkeys(["HeadlineParts", "Terms"], "headline"),
 }
 
 

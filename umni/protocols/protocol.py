@@ -30,6 +30,7 @@ from typing_extensions import TypeVar
 
 from umni.graph.graph import Graph
 from umni.graph.outcomes import Outcome
+from umni.protocols.headline import HeadlineParts
 from umni.protocols.scores import Scores
 from umni.util.errors import ConfigError
 
@@ -122,6 +123,29 @@ class Protocol(ABC, Generic[CaseT, OptionsT, RecordT, ScoresT]):
         statistic too costly to recompute that often (GIR-Bench's Fréchet distance) leaves it out
         here, with every figure that averages it in, and those cells get no interval."""
         return self.summarize(records, options)
+
+    def stratum(self, record: RecordT, options: OptionsT) -> str | None:
+        """The group a bootstrap resample draws this case within; None (the default): one group.
+        A headline that needs every category (WISE's Overall weights all six) has a value in a
+        resample only if the resample holds every category, and a benchmark fixes how many cases
+        each category has: so the strata are the categories the headline averages over, and each
+        resample draws each category's cases from that category alone, as many as the run has."""
+        return None
+
+    def headline_parts(self, records: Sequence[RecordT], options: OptionsT) -> HeadlineParts | str | None:
+        """The headline of `records` (``scores.overall``) as a weighted sum of component means, with
+        each record's part (`HeadlineParts`): what paired tests, power estimates and the headline's
+        bootstrap read. A string says why there is none (a statistic of the whole set of outputs,
+        as GIR-Bench's Fréchet distance: no case has a share of it). None (the default): not stated;
+        each case's headline scored alone is then averaged with equal weight, which is used only
+        where it gives the headline `summarize` gives."""
+        return None
+
+    def unresampled(self, scores: Mapping[str, Any], options: OptionsT) -> dict[str, str]:
+        """The flattened score keys (``overall``, ``edit/overall``) that `summarize_resample` leaves
+        out of every resample, each with why: the reason a table gives where its interval would be.
+        `scores` is summary.json's ``scores``. Default: none."""
+        return {}
 
     def tallies(self, record: RecordT, options: OptionsT) -> dict[str, int] | None:
         """The case's whole-number counts, for a protocol whose every score is a function of these

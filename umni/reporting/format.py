@@ -9,6 +9,8 @@ def format_cell(value: object, decimals: int = 2) -> str:
     table uses, e.g. GIR-Bench's three), missing values as a dash."""
     if value is None:
         return "—"
+    if isinstance(value, bool):  # a yes/no column (GENIUS's Interleaved), as the papers tick it
+        return "✓" if value else "✗"
     if isinstance(value, float):
         return f"{value:.{decimals}f}"
     return str(value)

@@ -14,12 +14,11 @@ per run, the shape of the long CSV.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
+import re
 from pathlib import Path
 
-from umni.reporting.intervals import bootstrap_headline, bootstrap_intervals  # noqa: F401 - bootstrap_headline: importable from here too
+from umni.reporting.intervals import bootstrap, bootstrap_headline, bootstrap_intervals  # noqa: F401 - bootstrap_headline, bootstrap_intervals: importable from here too
 from umni.reporting.layouts import LAYOUT_NAMES, layout_for
 from umni.reporting.layouts import generic as _generic
 from umni.reporting.runset import (  # noqa: F401 - coverage_line, failure_share, find_runs, find_summaries, run_label: importable from here too
@@ -34,7 +33,7 @@ from umni.reporting.runset import (  # noqa: F401 - coverage_line, failure_share
     run_label,
     summary_label,
 )
-from umni.reporting.tables import LONG_HEADER, Table
+from umni.reporting.tables import LONG_HEADER, Table, csv_text, tables_csv
 from umni.store.runfolder import RunFolder, RunTables, Summary
 
 
@@ -44,10 +43,10 @@ def write_run_tables(run_dir: Path, summary: Summary) -> Path:
     re-scoring every case hundreds of times."""
     run = Run(summary, run_dir, intervals=None)
     run.intervals = None  # this run's own tables.json is what is being written: compute afresh
-    intervals = bootstrap_intervals(run)
-    run.intervals = intervals
+    done = bootstrap(run)
+    run.intervals, run.no_interval = done.intervals, done.reasons
     folder = RunFolder(run_dir)
-    folder.write_tables(RunTables(intervals=intervals, tables=[t.to_json() for t in build_tables([run])]))
+    folder.write_tables(RunTables(intervals=done.intervals, no_interval=done.reasons, tables=[t.to_json() for t in build_tables([run])]))
     return folder.tables_json
 
 
@@ -92,25 +91,43 @@ def _deviation_note(runs: list[Run]) -> str:
     return f"deviations from the official code: {names} — details and official-equivalent figures in summary.json"
 
 
-def write_leaderboard(tables: list[Table], out: Path, *, tidy: list[Table] | None = None) -> dict[str, Path]:
-    """Write `tables` as Markdown and JSON, and the tidy long-format CSV (one row per run × metric,
-    from the `tidy` layout's tables when given: a paper table with the runs as columns reads the
-    same either way); return their paths."""
+def write_leaderboard(tables: list[Table], out: Path, *, tidy: list[Table] | None = None, plain: bool = False) -> dict[str, Path]:
+    """Write `tables` as Markdown (`plain`: figures alone, details in footnotes), LaTeX and JSON;
+    the tidy long-format CSV (one row per run × metric, from the `tidy` layout's tables when given:
+    a paper table with the runs as columns reads the same either way); and the tables as laid out,
+    all in tables.csv (a `table` column when there are several) and one CSV each under tables/.
+    Return their paths."""
     from umni.store.atomic import atomic_write_text
 
     out.mkdir(parents=True, exist_ok=True)
     md = out / "leaderboard.md"
-    atomic_write_text(md, "\n\n".join(t.markdown() for t in tables) + "\n")
+    atomic_write_text(md, "\n\n".join(t.markdown(plain=plain) for t in tables) + "\n")
+    atomic_write_text(out / "leaderboard.tex", "\n\n".join(t.latex(plain=plain) for t in tables) + "\n")
     atomic_write_text(out / "leaderboard.csv", long_csv(tables if tidy is None else tidy))
     atomic_write_text(out / "leaderboard.json", json.dumps([t.to_json() for t in tables], indent=2, ensure_ascii=False))
-    return {"markdown": md, "csv": out / "leaderboard.csv", "json": out / "leaderboard.json"}
+    atomic_write_text(out / "tables.csv", tables_csv(tables))
+    folder = out / "tables"
+    folder.mkdir(exist_ok=True)
+    names = table_file_names(tables)
+    for table, name in zip(tables, names):
+        atomic_write_text(folder / name, table.csv())
+    return {"markdown": md, "latex": out / "leaderboard.tex", "csv": out / "leaderboard.csv", "json": out / "leaderboard.json",
+            "tables": out / "tables.csv", **{f"table {i + 1}": folder / name for i, name in enumerate(names)}}
+
+
+def table_file_names(tables: list[Table]) -> list[str]:
+    """A file name per table from its title (lower case, words joined by "-"), numbered where two match."""
+    names: list[str] = []
+    for table in tables:
+        stem = "-".join(re.findall(r"[a-z0-9]+", table.title.lower()))[:80] or "table"
+        name, n = f"{stem}.csv", 1
+        while name in names:
+            n += 1
+            name = f"{stem}-{n}.csv"
+        names.append(name)
+    return names
 
 
 def long_csv(tables: list[Table]) -> str:
     """The tidy long CSV: a header, then one row per run × metric of every table."""
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(LONG_HEADER)
-    for table in tables:
-        writer.writerows(table.long_rows())
-    return buffer.getvalue()
+    return csv_text(LONG_HEADER, (row for table in tables for row in table.long_rows()))

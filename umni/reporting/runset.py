@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,10 +31,19 @@ class Run:
     #: Bootstrap intervals stored in the run's tables.json when it finished (None: none stored,
     #: compute them; an empty dict: show none rather than compute, as the viewer does).
     intervals: Intervals | None = None
+    #: Why a score with a value has no interval (flattened key -> reason), stored beside them.
+    no_interval: dict[str, str] = field(default_factory=dict)
+    #: False where only stored figures may be shown (the viewer): nothing is re-scored from records
+    #: (a paper's Average column over runs then has no interval).
+    may_rescore: bool = True
+    #: The run's bootstrap once computed (`intervals.bootstrap`), for figures over several runs.
+    resampled: Any = None
 
     def __post_init__(self) -> None:
         if self.intervals is None and self.path is not None:
-            self.intervals = read_stored_intervals(self.path)
+            stored = RunFolder(self.path).read_tables()
+            if stored is not None:
+                self.intervals, self.no_interval = stored.intervals, stored.no_interval
 
     @property
     def folder(self) -> RunFolder | None:
@@ -73,7 +82,10 @@ def run_label(bindings: dict[str, str], judged_again_by: str | None = None) -> s
 
 
 def summary_label(summary: Summary) -> str:
-    """`run_label` of a run's summary."""
+    """A run's name: the label it was given (summary.json's ``label``; a prefix before "/" groups
+    it in `leaderboard --group`), else `run_label` of its bindings."""
+    if summary.label and summary.label.strip():
+        return summary.label.strip()
     return run_label(summary.bindings, summary.lineage.judges.new if summary.lineage is not None else None)
 
 

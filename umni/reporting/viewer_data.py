@@ -181,6 +181,7 @@ class ViewerData:
         data = _RunData(run, key, store, [], signature=folder_signature(run.path), no_intervals=run.intervals is None)
         if data.no_intervals:
             run.intervals = {}  # made before tables.json existed: no interval, rather than minutes of bootstrap here
+        run.may_rescore = False  # nor a mean over runs resampled from their records
         stored = read_case_index(run.path) if run.path is not None and not rebuild else None
         if stored is not None:
             data.entries = stored.entries

@@ -52,8 +52,10 @@ INCOMPLETE = "INCOMPLETE"
 LOCK = ".lock"
 #: What umni itself places in a run folder before run.json exists.
 OWN_FILES = frozenset({LOCK, INCOMPLETE})
-#: The layout version of tables.json; a file of another version is not read.
-TABLES_VERSION = 1
+#: The layout version of tables.json; a file of another version is not read. Version 2: intervals
+#: drawn within the protocol's strata (version 1's had none on WISE's Overall and GIR-Bench's group
+#: Overalls, and are recomputed rather than read), and ``no_interval``: why a score has none.
+TABLES_VERSION = 2
 
 M = TypeVar("M", bound=BaseModel)
 #: Per role: calls, input/output tokens and images in/out (None: the server did not say).
@@ -279,7 +281,7 @@ class Summary(_Section):
     scores. `calls` and `usage` add up over every invocation of a resumed run; `this_invocation`
     holds the latest one's own. Defaults let a summary written by an older umni be read."""
 
-    optional_sections = frozenset({"servers", "this_invocation", "cost", "run_dir", "extended", "lineage"})
+    optional_sections = frozenset({"servers", "this_invocation", "cost", "run_dir", "extended", "lineage", "label"})
 
     protocol: str
     title: str = ""
@@ -309,6 +311,9 @@ class Summary(_Section):
     #: how this invocation widened the run's --limit
     extended: str | None = None
     lineage: Lineage | None = None
+    #: the name the run was given, for tables to show instead of its bindings (a prefix before "/"
+    #: groups it in ``leaderboard --group``); set by whoever labels runs, absent otherwise
+    label: str | None = None
 
     def __getitem__(self, key: str) -> Any:
         """``summary["scores"]``, as code written when the summary was a dict reads it (its JSON);
@@ -357,13 +362,16 @@ class Manifest(_Section):
 
 # ----------------------------------------------------------------------------------- tables.json
 class RunTables(_Section):
-    """tables.json: the run's leaderboard tables (`umni.reporting.tables.Table.to_json`) and the
-    bootstrap interval of each score, by its path in the scores (``stages/generation``)."""
+    """tables.json: the run's leaderboard tables (`umni.reporting.tables.Table.to_json`), the
+    bootstrap interval of each score, by its path in the scores (``stages/generation``), and why a
+    score with a value has none (`no_interval`, the same paths: a statistic of the whole set, too
+    few cases)."""
 
     indent = 1
 
     version: int = TABLES_VERSION
     intervals: dict[str, tuple[float, float] | None]
+    no_interval: dict[str, str] = {}
     tables: list[dict[str, Any]]
 
 

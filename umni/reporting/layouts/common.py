@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from umni.reporting.intervals import run_intervals
+from umni.reporting.intervals import mean_interval, run_intervals
 from umni.reporting.runset import Run, as_number, run_coverage
 from umni.reporting.tables import Cell, Row, Table
 
@@ -23,9 +23,10 @@ def interval(run: Run, key: str, with_ci: bool) -> tuple[float, float] | None:
 
 def score(run: Run, key: str, value: Any, answered: int | None = None, total: int | None = None, *, with_ci: bool,
           decimals: int = 2) -> Cell:
-    """One score cell: its value, coverage and interval."""
+    """One score cell: its value, coverage and interval (or why it has none)."""
     ci = interval(run, key, with_ci) if as_number(value) is not None else None
-    return Cell(value, answered, total, ci, decimals=decimals)
+    why = run.no_interval.get(key) if with_ci and ci is None and as_number(value) is not None else None
+    return Cell(value, answered, total, ci, decimals=decimals, no_interval=why)
 
 
 def headline(run: Run, with_ci: bool, answered: int | None, total: int | None, decimals: int = 2) -> Cell:
@@ -57,20 +58,30 @@ def rows_table(title: str, protocol: str, runs: list[Run], columns: list[str], c
     return table
 
 
-#: One metric row of a runs-as-columns table: its keys and how each run's cell is made.
-MetricRow = tuple[list[str], Callable[[Run], Cell]]
+#: One metric row of a runs-as-columns table: its keys, how each run's cell is made, and the
+#: flattened score key its Average over the runs is resampled from (None: no interval).
+MetricRow = tuple[list[str], Callable[[Run], Cell]] | tuple[list[str], Callable[[Run], Cell], str | None]
 
 
 def columns_table(title: str, protocol: str, runs: list[Run], key_columns: list[str], rows: list[MetricRow], *,
-                  average: bool = False, note: str = "") -> Table:
+                  average: bool = False, note: str = "", with_ci: bool = False) -> Table:
     """The runs as columns (best headline first), one row per metric, then each run's coverage and
-    failed nodes as rows. With `average`, a last column holds each row's mean over the runs."""
+    failed nodes as rows. With `average`, a last column holds each row's mean over the runs, with
+    an interval where the row names its score key (`intervals.mean_interval`)."""
     ordered = by_headline(runs)
     table = Table(title, protocol, key_columns, [r.label for r in ordered] + (["Average"] if average else []), note=note, run_columns=True)
     pad = [""] * (len(key_columns) - 1)
-    for keys, make in rows:
+    for keys, make, *key in rows:
         cells = [make(run) for run in ordered]
-        table.rows.append(Row("", keys, cells + ([mean_cell(cells)] if average else []), None, None))
+        if average:
+            mean = mean_cell(cells)
+            if with_ci and key and key[0] and mean.value is not None:
+                mean.ci = mean_interval(ordered, key[0])
+                if mean.ci is None:
+                    mean.no_interval = ("a mean over runs is resampled only for runs of the same cases, each with an interval of its own "
+                                        "and its records at hand")
+            cells.append(mean)
+        table.rows.append(Row("", keys, cells, None, None))
     footer = [run_coverage(run.summary) for run in ordered]
     extra = [Cell(None, applies=False)] if average else []
     table.rows.append(Row("", ["coverage", *pad], [c for c, _ in footer] + extra, None, None))

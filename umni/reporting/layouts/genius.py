@@ -1,4 +1,4 @@
-"""GENIUS's tables. Paper layout (the main results table): Overall, then each dimension's RC, VC and
+"""GENIUS's tables. Paper layout (the main results table): Interleaved (✓/✗), Overall, then each dimension's RC, VC and
 AQ under the paper's dimension names, grouped under its three primitives, two decimals; VC prints
 "–" where it does not apply (Multi-Semantic has no reference image to keep), which is not a missing
 score and never makes a cell or the Overall read incomplete. Tidy layout: one row per run with
@@ -17,6 +17,8 @@ DIMENSIONS = {"implicit_pattern": "Implicit Pattern", "symbolic_constraint": "Sy
               "visual_constraint": "Visual Constraint", "prior_conflicting": "Prior-Conflicting", "multi_semantic": "Multi-Semantic"}
 PRIMITIVES = [("Implicit Pattern Induction", 1), ("Ad-hoc Constraint Execution", 2), ("Contextual Knowledge Adaptation", 2)]
 METRICS = ("rc", "vc", "aq")
+#: The input formats that give the model the context interleaved (the paper's Interleaved ✓).
+INTERLEAVED = ("interleaved", "fine_grained")
 #: Dimensions with no VC in a summary written before `applicable` was counted.
 WITHOUT_VC = ("multi_semantic",)
 
@@ -61,10 +63,17 @@ def _metric(run: Run, part: dict[str, Any], key: str, metric: str, cases: int | 
     return score(run, key, part.get(metric), scored, applicable, with_ci=with_ci)
 
 
+def _interleaved(run: Run) -> Cell:
+    """The paper's Interleaved column: whether the model read the context with its images in the
+    text (``input_format`` interleaved or fine_grained) rather than apart from it (edit)."""
+    shown = run.summary.scores.get("input_format") or run.summary.options.get("input_format")
+    return Cell(None if shown is None else str(shown) in INTERLEAVED)
+
+
 def paper(runs: list[Run], with_ci: bool) -> list[Table]:
     def cells(run: Run) -> list[Cell]:
         s = run.summary.scores.root
-        out = [_overall(run, with_ci)]
+        out = [_interleaved(run), _overall(run, with_ci)]
         for dimension in DIMENSIONS:
             part = s.get("dimensions", {}).get(dimension)
             if part is None:
@@ -74,11 +83,12 @@ def paper(runs: list[Run], with_ci: bool) -> list[Table]:
             out += [_metric(run, part, f"dimensions/{dimension}/{m}", m, cases, with_ci, dimension) for m in METRICS]
         return out
 
-    columns = ["Overall"] + [m.upper() for _ in DIMENSIONS for m in METRICS]
-    table = rows_table("GENIUS · main table (paper layout)", "genius", runs, columns, cells,
-                       note="0–100; Overall = 0.6·RC + 0.35·VC + 0.05·AQ over the pooled items")
-    table.groups = [["", 1]] + [[title, len(METRICS)] for title in DIMENSIONS.values()]
-    table.supergroups = [["", 1]] + [[name, n * len(METRICS)] for name, n in PRIMITIVES]
+    columns = ["Interleaved", "Overall"] + [m.upper() for _ in DIMENSIONS for m in METRICS]
+    table = rows_table("GENIUS · main table (paper layout)", "genius", runs, columns, cells, sort_on=1,
+                       note="0–100; Overall = 0.6·RC + 0.35·VC + 0.05·AQ over the pooled items; Interleaved: ✓ the context's "
+                       "images were placed in its text (input_format interleaved or fine_grained), ✗ given apart (edit)")
+    table.groups = [["", 1], ["", 1]] + [[title, len(METRICS)] for title in DIMENSIONS.values()]
+    table.supergroups = [["", 2]] + [[name, n * len(METRICS)] for name, n in PRIMITIVES]
     return [table]
 
 

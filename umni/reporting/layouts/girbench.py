@@ -11,6 +11,8 @@ from umni.reporting.tables import Cell, Table
 
 #: The paper's Table 2: GIR-Bench-T2I and GIR-Bench-Edit, three tasks and an Overall each.
 PAPER_GROUPS = [("GIR-Bench-T2I", ["numerical", "spatial", "text"]), ("GIR-Bench-Edit", ["puzzle", "sudoku", "perception"])]
+#: The summary's key of each group of Table 2 (its Overall under ``<key>/overall``).
+GROUP_KEYS = ("t2i", "edit")
 PAPER_NAMES = {"numerical": "Numerical Reasoning", "spatial": "Spatial Layout", "text": "Text Rendering", "puzzle": "Visual Puzzle",
                "sudoku": "Visual Logic", "perception": "Reasoning Perception", "overall": "Overall"}
 #: The paper's Table 1: each side of GIR-Bench-Uni by the entities' domain, then its Overall.
@@ -74,14 +76,18 @@ def uni_table(runs: list[Run], with_ci: bool) -> Table | None:
 def paper(runs: list[Run], with_ci: bool) -> list[Table]:
     def cells(run: Run) -> list[Cell]:
         out: list[Cell] = []
-        for _, keys in PAPER_GROUPS:
+        for (_, keys), group in zip(PAPER_GROUPS, GROUP_KEYS):
             part = [_task(run, k, with_ci) for k in keys]
             values = [as_number(c.value) for c in part]
-            overall = Cell(None, decimals=3)
-            if all(v is not None for v in values):
-                overall = Cell(sum(v for v in values if v is not None) / len(values), sum(c.answered or 0 for c in part),
-                               sum(c.total or 0 for c in part), decimals=3)
-            elif any(v is not None for v in values):
+            answered, total = sum(c.answered or 0 for c in part), sum(c.total or 0 for c in part)
+            stored = run.summary.scores.get(group)
+            if isinstance(stored, dict) and "overall" in stored:  # the summary's group Overall, with its interval
+                overall = score(run, f"{group}/overall", stored["overall"], answered, total, with_ci=with_ci, decimals=3)
+            elif all(v is not None for v in values):  # a summary written before the groups were scored
+                overall = Cell(sum(v for v in values if v is not None) / len(values), answered, total, decimals=3)
+            else:
+                overall = Cell(None, decimals=3)
+            if overall.value is None and any(v is not None for v in values):
                 overall.reason = "needs all three tasks of the group"
             out += part + [overall]
         return out

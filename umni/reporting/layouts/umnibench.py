@@ -77,11 +77,11 @@ def paper(runs: list[Run], with_ci: bool) -> list[Table]:
         value = as_number(made[domain].value)
         return (1, 0.0, domain) if value is None else (0, value, domain)
 
-    domain_rows: list[MetricRow] = [([DOMAIN_NAMES.get(d, d)], _domain(d, with_ci)) for d in sorted(domains, key=order)]
+    domain_rows: list[MetricRow] = [([DOMAIN_NAMES.get(d, d)], _domain(d, with_ci), f"domains/{d}") for d in sorted(domains, key=order)]
     domain_rows.append((["Average"], _overall(with_ci)))
-    by_domain = columns_table("UmniBench · domains (paper Table 3)", "umnibench", runs, ["Domain"], domain_rows, average=True,
-                              note="accuracy (0–100) per domain, domains in the order of their Average over the runs (lowest first); "
-                              "the last row is each run's overall")
+    by_domain = columns_table("UmniBench · domains (paper Table 3)", "umnibench", runs, ["Domain"], domain_rows, average=True, with_ci=with_ci,
+                              note="accuracy (0–100) per domain, domains in the order of their Average over the runs (lowest first), "
+                              "the Average's interval resampling the runs' shared cases jointly; the last row is each run's overall")
     last = by_domain.rows[-3]  # the overall row: its Average over runs is not a figure the paper gives
     last.cells[-1] = Cell(None, applies=False)
     return [by_question, by_domain]

@@ -1,5 +1,7 @@
 """WISE's table, the paper's Table 1 in either layout: the six categories under the paper's names
-and Overall, one row per run, two decimals."""
+and Overall, one row per run, two decimals. Table 1 reports WiScore (the legacy three-mark judge,
+``scoring=legacy``); a run scored by the verified binary judge reports accuracy, which is another
+metric: its table says so in its title, and runs of the two metrics get a table each."""
 
 from __future__ import annotations
 
@@ -10,6 +12,9 @@ from umni.reporting.tables import Cell, Table
 CATEGORIES = ["culture", "time", "space", "biology", "physics", "chemistry"]
 #: WISE category keys under the names of the paper's Table 1.
 NAMES = {"culture": "Cultural"}
+#: What each ``scores.metric`` is called in a title, and what the title adds beside it.
+METRICS = {"wiscore": ("WiScore", "the paper's Table 1 metric"),
+           "accuracy": ("accuracy", "share judged correct by the verified binary judge; the paper's Table 1 reports WiScore (scoring=legacy)")}
 
 
 def table(runs: list[Run], with_ci: bool) -> list[Table]:
@@ -25,6 +30,13 @@ def table(runs: list[Run], with_ci: bool) -> list[Table]:
             overall.reason = f"no score for {', '.join(unscored)}: Overall weights all six categories"
         return out + [overall]
 
-    metric = {r.summary.scores.get("metric", "score") for r in runs}
+    by_metric: dict[str, list[Run]] = {}
+    for run in runs:
+        by_metric.setdefault(str(run.summary.scores.get("metric", "score")), []).append(run)
     names = [NAMES.get(c, c.capitalize()) for c in CATEGORIES]
-    return [rows_table(f"WISE · categories ({'/'.join(sorted(metric))})", "wise", runs, names + ["Overall"], cells, sort_on=len(CATEGORIES))]
+    tables = []
+    for metric in sorted(by_metric, key=lambda m: (m != "wiscore", m)):
+        name, said = METRICS.get(metric, (metric, "not a metric of the paper's Table 1"))
+        tables.append(rows_table(f"WISE · categories (paper Table 1 layout): {name} — {said}", "wise", by_metric[metric], names + ["Overall"],
+                                 cells, sort_on=len(CATEGORIES)))
+    return tables

@@ -22,6 +22,7 @@ function el(tag, attrs, ...children) {
 
 function fmt(v, decimals) {
   if (v === null || v === undefined) return "—";
+  if (typeof v === "boolean") return v ? "✓" : "✗";
   if (typeof v === "number") return v.toFixed(decimals === undefined ? 2 : decimals);
   return String(v);
 }
