@@ -88,7 +88,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         from umni.reporting.leaderboard import run_coverage
 
         cell, _ = run_coverage(summary)
-        mark = "*  (* computed on incomplete coverage)" if cell.incomplete else ""
+        if summary.scores.overall is None:  # nothing was computed, on any coverage: say why instead
+            mark = f"; {summary.why_no_overall}" if summary.why_no_overall else ""
+        else:
+            mark = "*  (* computed on incomplete coverage)" if cell.incomplete else ""
         print(f"overall: {format_cell(summary.scores['overall'])} ({cell.answered}/{cell.total} nodes answered){mark}")
     from umni.reporting.leaderboard import coverage_line
 

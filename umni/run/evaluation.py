@@ -185,7 +185,8 @@ async def evaluate_async(
         # and without the viewer's transcripts (results.jsonl, with them, is written row by row)
         records = run_dir.store.records_of(positions.keys(), without=("transcript",))
         # nodes of cases finished by an earlier invocation count as reused work, each as its record keeps it
-        summary = build_summary(protocol, options, case_set, bindings, records, stats, done_before, time.time() - started)
+        taken = _cases_taken(request, case_set, cases, shard)
+        summary = build_summary(protocol, options, case_set, bindings, records, stats, done_before, time.time() - started, taken)
         servers.add_to(summary)
         _account(summary, prices, run_dir, lineage)
         run_dir.finish(protocol, summary, records, store.blobs, cases=positions.keys())
@@ -221,6 +222,20 @@ def _cases_of(request: RunConfig, prepared: Prepared, shard: Shard | None) -> Se
     if shard is None:
         return cases
     return pick(cases, [i for i, c in enumerate(cases) if shard.holds(protocol.case_id(c))])
+
+
+def _cases_taken(request: RunConfig, case_set: CaseSet[Any], cases: Sequence[Any], shard: Shard | None) -> str | None:
+    """What --limit and --shard left of the case set, in the words of the options (None: all of it),
+    so an empty headline can say that its categories went missing with the cases left out."""
+    total = len(case_set.cases)
+    if len(cases) == total:
+        return None
+    which = "bundled cases" if request.cases is None else "cases"
+    limited = request.limit is not None and request.limit < total
+    said = f"--limit {request.limit} takes the first {request.limit} of {total} {which}" if limited else ""
+    if shard is not None:
+        said += f" and --shard {shard} holds {len(cases)} of them" if said else f"--shard {shard} holds {len(cases)} of {total} {which}"
+    return said or None
 
 
 def _manifest(

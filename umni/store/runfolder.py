@@ -281,7 +281,9 @@ class Summary(_Section):
     scores. `calls` and `usage` add up over every invocation of a resumed run; `this_invocation`
     holds the latest one's own. Defaults let a summary written by an older umni be read."""
 
-    optional_sections = frozenset({"servers", "this_invocation", "cost", "run_dir", "extended", "lineage", "label"})
+    optional_sections = frozenset(
+        {"why_no_overall", "servers", "this_invocation", "cost", "run_dir", "extended", "lineage", "label"}
+    )
 
     protocol: str
     title: str = ""
@@ -303,6 +305,8 @@ class Summary(_Section):
     #: inputs a backend could not honour, by kind; each is listed on its node in results.jsonl
     node_notes: dict[str, int] = {}
     scores: RunScores = Field(default_factory=RunScores)
+    #: why the headline (``scores.overall``) is empty, only when it is (`Protocol.why_no_overall`)
+    why_no_overall: str | None = None
     servers: ServerTally | None = None
     this_invocation: Invocation | None = None
     cost: Cost | None = None
