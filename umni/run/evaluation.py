@@ -188,7 +188,7 @@ async def evaluate_async(
         taken = _cases_taken(request, case_set, cases, shard)
         summary = build_summary(protocol, options, case_set, bindings, records, stats, done_before, time.time() - started, taken)
         servers.add_to(summary)
-        _account(summary, prices, run_dir, lineage)
+        _account(summary, prices, run_dir, lineage, stats.nodes_by_role())
         run_dir.finish(protocol, summary, records, store.blobs, cases=positions.keys())
         run_dir.events.emit("run.end", counts=summary.counts.model_dump(), failures=summary.failures)
     return RunResult(out, summary)
@@ -330,9 +330,13 @@ def _runner(
     )
 
 
-def _account(summary: Summary, prices: dict[str, Price] | None, run_dir: RunDir, lineage: Lineage | None) -> None:
-    """Totals over every invocation, cost where prices are known, and where the run lives."""
-    add_cumulative(summary, run_dir.store.cumulative())
+def _account(
+    summary: Summary, prices: dict[str, Price] | None, run_dir: RunDir, lineage: Lineage | None,
+    nodes: dict[str, dict[str, int]],
+) -> None:
+    """Totals over every invocation, this invocation's own (its nodes by role among them), cost where
+    prices are known, and where the run lives."""
+    add_cumulative(summary, run_dir.store.cumulative(), nodes)
     if prices is not None:
         assert summary.this_invocation is not None
         summary.this_invocation.cost = estimate(summary.this_invocation.usage, summary.bindings, prices)

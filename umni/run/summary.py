@@ -28,11 +28,12 @@ def _sum_counts(a: Mapping[str, int | None], b: Mapping[str, int | None]) -> dic
     return total
 
 
-def add_cumulative(summary: Summary, before: Totals) -> None:
+def add_cumulative(summary: Summary, before: Totals, nodes: dict[str, dict[str, int]]) -> None:
     """Make `calls` and `usage` the run's totals over every invocation, and keep this invocation's
-    own figures under `this_invocation` (a resume of a finished run reports 0 calls there, not in the totals)."""
+    own figures under `this_invocation` (a resume of a finished run reports 0 calls there, not in the
+    totals), with its `nodes` by role and status (`RunStats.nodes_by_role`)."""
     now_calls, now_usage = summary.calls, summary.usage
-    summary.this_invocation = Invocation(calls=now_calls, usage=now_usage)
+    summary.this_invocation = Invocation(calls=now_calls, usage=now_usage, nodes=nodes)
     calls = dict(before.get("calls", {}))
     for role, n in now_calls.items():
         calls[role] = calls.get(role, 0) + n

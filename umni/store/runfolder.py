@@ -211,13 +211,17 @@ class Cost(_Section):
 
 
 class Invocation(_Section):
-    """The latest invocation's own calls, usage and cost (a resume of a finished run makes none)."""
+    """The latest invocation's own calls, usage and cost (a resume of a finished run makes none),
+    and its nodes by role and status: which work it did and which it took from the store."""
 
-    optional_sections = frozenset({"cost"})
+    optional_sections = frozenset({"cost", "nodes"})
 
     calls: dict[str, int]
     usage: Usage
     cost: Cost | None = None
+    #: role -> status -> nodes (a node no backend fills under its kind, ``compute``); {} when nothing
+    #: ran, absent from a summary written before umni counted them
+    nodes: dict[str, dict[str, int]] | None = None
 
 
 class ServerTally(_Section):
