@@ -24,7 +24,7 @@ from .cases import AegisCase, load_case_set, located
 from .graph import AegisHandles, build_case_graph
 from .options import AegisOptions
 from .records import AegisResult, case_record, case_views, checklist_score
-from .summary import AegisScores, headline_parts, score_tables, summarize_records
+from .summary import AegisScores, headline_parts, score_tables, summarize_records, why_no_overall
 
 
 class Aegis(Protocol[AegisCase, AegisOptions, AegisResult, AegisScores]):
@@ -59,6 +59,9 @@ class Aegis(Protocol[AegisCase, AegisOptions, AegisResult, AegisScores]):
 
     def headline_parts(self, records: Sequence[AegisResult], options: AegisOptions) -> HeadlineParts:
         return headline_parts(records)
+
+    def why_no_overall(self, scores: AegisScores, options: AegisOptions) -> str | None:
+        return why_no_overall(scores)
 
     def tables(self, summary: dict[str, Any]) -> list[tuple[str, list[str], list[list[Any]]]]:
         return score_tables(summary)

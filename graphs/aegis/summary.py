@@ -126,6 +126,14 @@ def headline_parts(records: Sequence[AegisResult]) -> HeadlineParts:
     return HeadlineParts({"score": 1.0}, cases)
 
 
+def why_no_overall(s: AegisScores) -> str | None:
+    """The Overall is the mean over scored cases: empty when every case failed on the way."""
+    if s.overall is not None:
+        return None
+    c = s.cases
+    return f"no case was scored ({c.inference_failures} inference failures, {c.evaluation_failures} evaluation failures)"
+
+
 def score_tables(summary: dict[str, Any]) -> list[tuple[str, list[str], list[list[Any]]]]:
     s = summary["scores"]
     groups = list(DOMAIN_GROUPS)

@@ -26,7 +26,7 @@ from .cases import GeniusTask, case_schema, load_tasks
 from .graph import GeniusHandles, build_case_graph
 from .options import GeniusOptions
 from .records import GeniusResult, case_record, case_views, final_marks
-from .summary import GeniusScores, Table, headline_parts, score_tables, summarize_records
+from .summary import GeniusScores, Table, headline_parts, score_tables, summarize_records, why_no_overall
 
 
 class Genius(Protocol[GeniusTask, GeniusOptions, GeniusResult, GeniusScores]):
@@ -64,6 +64,9 @@ class Genius(Protocol[GeniusTask, GeniusOptions, GeniusResult, GeniusScores]):
 
     def headline_parts(self, records: Sequence[GeniusResult], options: GeniusOptions) -> HeadlineParts:
         return headline_parts(records)
+
+    def why_no_overall(self, scores: GeniusScores, options: GeniusOptions) -> str | None:
+        return why_no_overall(scores)
 
     def tables(self, summary: dict[str, Any]) -> list[Table]:
         return score_tables(summary)

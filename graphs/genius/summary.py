@@ -190,6 +190,23 @@ def headline_parts(records: Sequence[Mapping[str, Any]]) -> HeadlineParts:
     return HeadlineParts(weights, cases)
 
 
+def why_no_overall(s: GeniusScores) -> str | None:
+    """The Overall weighs RC, VC and AQ, so it is empty when one of them has no scored case (VC
+    only when its judge failed: with no VC task at all, VC counts as 0 as in the official script)."""
+    if s.overall is not None:
+        return None
+    empty = [m for m in scoring.METRICS if getattr(s, m) is None and (m != "vc" or not s.vc_counted_as_zero)]
+    failures: Counter[str] = Counter()
+    for metric in empty:
+        failures.update(getattr(s.judge_failures, metric))
+    why = []
+    if failures:
+        why.append("judge failures: " + ", ".join(f"{kind} {n}" for kind, n in sorted(failures.items())))
+    if s.unscored:
+        why.append("cases with nothing to score: " + ", ".join(f"{reason} {n}" for reason, n in s.unscored.items()))
+    return f"no case was scored on {', '.join(m.upper() for m in empty)}" + (f" ({'; '.join(why)})" if why else "")
+
+
 def _applicable(records: Sequence[Mapping[str, Any]]) -> Metrics:
     """Cases each metric applies to: RC and AQ every case, VC a case with a reference image to keep
     (official ``has_vc_task``), read from its item or, for a case left unscored, from its hints. A

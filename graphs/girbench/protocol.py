@@ -56,6 +56,7 @@ from .summary import (
     summarize_records,
     summarize_resample_records,
     unresampled,
+    why_no_overall,
 )
 from .tasks import ALL_ROLES
 
@@ -107,6 +108,9 @@ class GirBench(Protocol[GirCase, GirOptions, GirRecord, GirScores]):
 
     def headline_parts(self, records: Sequence[GirRecord], options: GirOptions) -> HeadlineParts | str:
         return headline_parts(records)
+
+    def why_no_overall(self, scores: GirScores, options: GirOptions) -> str | None:
+        return why_no_overall(scores)
 
     def tables(self, summary: dict[str, Any]) -> list[tuple[str, list[str], list[list[Any]]]]:
         return score_tables(summary)

@@ -155,6 +155,18 @@ def score_tables(summary: dict[str, Any]) -> list[tuple[str, list[str], list[lis
     ]
 
 
+def why_no_overall(s: GirScores) -> str | None:
+    """The Overall averages the metrics that have a score: empty when none has, each for the
+    reason its own summary notes (not selected, its role not bound, no cases, none scorable)."""
+    if s.overall is not None:
+        return None
+    by_note: dict[str, list[str]] = {}
+    for key, _, title in METRICS:
+        by_note.setdefault(s.metrics[key]["note"] or "no score", []).append(title)
+    notes = [f"{note}: {', '.join(titles) if len(titles) <= 3 else f'{len(titles)} metrics'}" for note, titles in by_note.items()]
+    return f"no metric has a score ({'; '.join(notes)})"
+
+
 def _mean(values: Sequence[float]) -> float | None:
     return float(np.mean(values)) if values else None
 

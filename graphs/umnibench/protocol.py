@@ -25,7 +25,7 @@ from .graph import UmniHandles, build_case_graph
 from .options import UmniOptions
 from .records import UmniRecord, answer_verdicts, answered_right, case_accuracy, case_record, case_views
 from .scoring import case_tallies
-from .summary import UmniScores, headline_parts, score, score_tables, score_tallies
+from .summary import UmniScores, headline_parts, score, score_tables, score_tallies, why_no_overall
 
 
 class UmniBench(Protocol[UmniCase, UmniOptions, UmniRecord, UmniScores]):
@@ -54,6 +54,9 @@ class UmniBench(Protocol[UmniCase, UmniOptions, UmniRecord, UmniScores]):
 
     def summarize(self, records: list[UmniRecord], options: UmniOptions) -> UmniScores:
         return score(records, options.ability)
+
+    def why_no_overall(self, scores: UmniScores, options: UmniOptions) -> str | None:
+        return why_no_overall(scores, options.ability)
 
     def tallies(self, record: UmniRecord, options: UmniOptions) -> dict[str, int]:
         return case_tallies(record, options.ability)

@@ -100,3 +100,15 @@ def score_tables(summary: dict[str, Any]) -> list[tuple[str, list[str], list[lis
         ("Accuracy by question", ["Question", "Accuracy", "Answered", "Failed"], question_rows),
         ("Accuracy by domain", ["Domain", "Accuracy", "Answered", "Failed"], domain_rows),
     ]
+
+
+def why_no_overall(s: UmniScores, ability: str = "full") -> str | None:
+    """The Overall averages the questions of the scored stages that were answered: empty, none was."""
+    if s.overall is not None:
+        return None
+    stages = SCORED_STAGES[ability]
+    questions = [q for stage in stages for q in STAGE_QUESTIONS[stage]]
+    failed = sum(s.failed[q] for q in questions)
+    asked = failed + sum(s.answered[q] for q in questions)
+    which = "" if stages == STAGES else f" of the {' and '.join(stages)} stages"
+    return f"none of the {asked} questions{which} was answered ({failed} failed)"

@@ -24,7 +24,7 @@ from .cases import WiseCase, load_cases, prompt_file_schema
 from .graph import WiseHandles, build_case_graph
 from .options import WiseOptions
 from .records import WiseRecord, case_record, case_views, judge_marks
-from .summary import WiseScores, headline_parts, score_tables, stratum, summarize_records
+from .summary import WiseScores, headline_parts, score_tables, stratum, summarize_records, why_no_overall
 
 
 class Wise(Protocol[WiseCase, WiseOptions, WiseRecord, WiseScores]):
@@ -66,6 +66,9 @@ class Wise(Protocol[WiseCase, WiseOptions, WiseRecord, WiseScores]):
 
     def headline_parts(self, records: Sequence[WiseRecord], options: WiseOptions) -> HeadlineParts:
         return headline_parts(records, options)
+
+    def why_no_overall(self, scores: WiseScores, options: WiseOptions) -> str | None:
+        return why_no_overall(scores)
 
     def tables(self, summary: dict[str, Any]) -> list[tuple[str, list[str], list[list[Any]]]]:
         return score_tables(summary)

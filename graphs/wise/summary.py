@@ -241,6 +241,18 @@ def _verified_judgement(record: WiseRecord) -> S.VerifiedJudgement:
     return S.VerifiedJudgement(prompt_id=record["prompt_id"], score=marks["score"])
 
 
+def why_no_overall(s: WiseScores) -> str | None:
+    """The Overall weighs all six categories, so it is empty while one has no score: for want of
+    cases (a --limit, a partial case file), or because every one of its cases failed."""
+    if s.overall is not None:
+        return None
+    empty = [name for name in CATEGORIES if s.scored_by_category[name] == 0]
+    failed = [name for name in empty if s.failed_by_category[name]]
+    absent = [name for name in empty if name not in failed]
+    why = ([f"every case failed in {', '.join(failed)}"] if failed else []) + ([f"no cases in {', '.join(absent)}"] if absent else [])
+    return "; ".join(why) or None
+
+
 def _coverage_statement(records: int, expected: int, missing: list[int], variant: str, overall: float | None) -> str:
     if not missing:
         return f"all {expected} {variant} prompts have a result"

@@ -77,6 +77,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         f"{summary.title}: {counts.cases} cases, {counts.nodes} nodes "
         f"({counts.computed} computed, {counts.cached} cached, {counts.failed} failed, {counts.blocked} blocked)"
     )
+    if counts.cases:
+        print(_nodes_by_role(summary))
     if failed:
         print("failures (counted apart from scores): " + ", ".join(f"{k} {v}" for k, v in failed.items()))
     if counts.skipped_cases:
@@ -88,7 +90,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         from umni.reporting.leaderboard import run_coverage
 
         cell, _ = run_coverage(summary)
-        mark = "*  (* computed on incomplete coverage)" if cell.incomplete else ""
+        if summary.scores.overall is None:  # nothing was computed, on any coverage: say why instead
+            mark = f"; {summary.why_no_overall}" if summary.why_no_overall else ""
+        else:
+            mark = "*  (* computed on incomplete coverage)" if cell.incomplete else ""
         print(f"overall: {format_cell(summary.scores['overall'])} ({cell.answered}/{cell.total} nodes answered){mark}")
     from umni.reporting.leaderboard import coverage_line
 
@@ -115,11 +120,24 @@ def _failure_exit(summary: Summary, threshold: float | None) -> int:
     return EXIT_OK
 
 
+def _nodes_by_role(summary: Summary) -> str:
+    """Which roles' nodes this invocation computed and which it took from the store: after a role is
+    rebound, only the nodes depending on it are computed again."""
+    nodes = summary.this_invocation.nodes if summary.this_invocation is not None else None
+    if not nodes:
+        return "nodes by role: none run (every case was finished by an earlier invocation)"
+    return "nodes by role: " + "; ".join(
+        f"{role} " + ", ".join(f"{n} {status}" for status, n in statuses.items()) for role, statuses in nodes.items()
+    )
+
+
 def _print_run(summary: Summary, out: Path) -> None:
     from umni.reporting.leaderboard import coverage_line
 
     counts = summary.counts
     print(f"  {out}: {counts.cases} cases, {counts.computed} computed, {counts.cached} cached, calls {summary.calls}")
+    if counts.cases:
+        print(f"    {_nodes_by_role(summary)}")
     print(f"    {coverage_line(summary)}")
 
 

@@ -339,6 +339,8 @@ class Runner:
     def _finish(self, run: _CaseRun, outcome: Outcome, spent: dict[str, Any] | None = None) -> None:
         run.outcomes[outcome.node] = outcome
         self.stats.statuses[outcome.status] += 1
+        node = run.graph.nodes[outcome.node]
+        self.stats.role_statuses[node.role or node.kind, outcome.status] += 1
         self.progress.bump(outcome.status)
         if outcome.failure is not None:
             self.stats.failures[outcome.failure.kind] += 1

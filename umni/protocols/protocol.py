@@ -117,6 +117,14 @@ class Protocol(ABC, Generic[CaseT, OptionsT, RecordT, ScoresT]):
         """Scores laid out like the paper's main table (failures counted apart, never as 0): the
         protocol's `Scores` model, written to summary.json by `scores_json`."""
 
+    def why_no_overall(self, scores: ScoresT, options: OptionsT) -> str | None:
+        """Why the headline (``overall``) of these scores is empty, in a few words a user can act
+        on (which categories or metrics have nothing scored, and whether for want of cases or
+        because theirs failed); None when it is there or the protocol cannot tell. The run adds
+        what it knows itself (the cases ``--limit`` or ``--shard`` left out, no case run, every
+        node failed), and `umni run` prints the result on its ``overall:`` line."""
+        return None
+
     def summarize_resample(self, records: list[RecordT], options: OptionsT) -> ScoresT | dict[str, Any]:
         """The scores of one bootstrap resample (cases drawn with replacement), hundreds of which
         make a run's intervals. `summarize` by default; a protocol whose summary holds a set

@@ -185,9 +185,10 @@ async def evaluate_async(
         # and without the viewer's transcripts (results.jsonl, with them, is written row by row)
         records = run_dir.store.records_of(positions.keys(), without=("transcript",))
         # nodes of cases finished by an earlier invocation count as reused work, each as its record keeps it
-        summary = build_summary(protocol, options, case_set, bindings, records, stats, done_before, time.time() - started)
+        taken = _cases_taken(request, case_set, cases, shard)
+        summary = build_summary(protocol, options, case_set, bindings, records, stats, done_before, time.time() - started, taken)
         servers.add_to(summary)
-        _account(summary, prices, run_dir, lineage)
+        _account(summary, prices, run_dir, lineage, stats.nodes_by_role())
         run_dir.finish(protocol, summary, records, store.blobs, cases=positions.keys())
         run_dir.events.emit("run.end", counts=summary.counts.model_dump(), failures=summary.failures)
     return RunResult(out, summary)
@@ -221,6 +222,20 @@ def _cases_of(request: RunConfig, prepared: Prepared, shard: Shard | None) -> Se
     if shard is None:
         return cases
     return pick(cases, [i for i, c in enumerate(cases) if shard.holds(protocol.case_id(c))])
+
+
+def _cases_taken(request: RunConfig, case_set: CaseSet[Any], cases: Sequence[Any], shard: Shard | None) -> str | None:
+    """What --limit and --shard left of the case set, in the words of the options (None: all of it),
+    so an empty headline can say that its categories went missing with the cases left out."""
+    total = len(case_set.cases)
+    if len(cases) == total:
+        return None
+    which = "bundled cases" if request.cases is None else "cases"
+    limited = request.limit is not None and request.limit < total
+    said = f"--limit {request.limit} takes the first {request.limit} of {total} {which}" if limited else ""
+    if shard is not None:
+        said += f" and --shard {shard} holds {len(cases)} of them" if said else f"--shard {shard} holds {len(cases)} of {total} {which}"
+    return said or None
 
 
 def _manifest(
@@ -315,9 +330,13 @@ def _runner(
     )
 
 
-def _account(summary: Summary, prices: dict[str, Price] | None, run_dir: RunDir, lineage: Lineage | None) -> None:
-    """Totals over every invocation, cost where prices are known, and where the run lives."""
-    add_cumulative(summary, run_dir.store.cumulative())
+def _account(
+    summary: Summary, prices: dict[str, Price] | None, run_dir: RunDir, lineage: Lineage | None,
+    nodes: dict[str, dict[str, int]],
+) -> None:
+    """Totals over every invocation, this invocation's own (its nodes by role among them), cost where
+    prices are known, and where the run lives."""
+    add_cumulative(summary, run_dir.store.cumulative(), nodes)
     if prices is not None:
         assert summary.this_invocation is not None
         summary.this_invocation.cost = estimate(summary.this_invocation.usage, summary.bindings, prices)

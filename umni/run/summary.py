@@ -28,11 +28,12 @@ def _sum_counts(a: Mapping[str, int | None], b: Mapping[str, int | None]) -> dic
     return total
 
 
-def add_cumulative(summary: Summary, before: Totals) -> None:
+def add_cumulative(summary: Summary, before: Totals, nodes: dict[str, dict[str, int]]) -> None:
     """Make `calls` and `usage` the run's totals over every invocation, and keep this invocation's
-    own figures under `this_invocation` (a resume of a finished run reports 0 calls there, not in the totals)."""
+    own figures under `this_invocation` (a resume of a finished run reports 0 calls there, not in the
+    totals), with its `nodes` by role and status (`RunStats.nodes_by_role`)."""
     now_calls, now_usage = summary.calls, summary.usage
-    summary.this_invocation = Invocation(calls=now_calls, usage=now_usage)
+    summary.this_invocation = Invocation(calls=now_calls, usage=now_usage, nodes=nodes)
     calls = dict(before.get("calls", {}))
     for role, n in now_calls.items():
         calls[role] = calls.get(role, 0) + n
@@ -52,11 +53,14 @@ def build_summary(
     stats: RunStats,
     done_before: Container[str],
     seconds: float,
+    cases_taken: str | None = None,
 ) -> Summary:
     """summary.json. `records` may be read more than once (a run's are streamed from run.db, one
     at a time on each pass: `umni.store.cache.StoredRecords`). The nodes of `done_before` cases
     (finished by an earlier invocation) count with the status their record keeps: a result as
-    cached, a skipped node as skipped, so a repeated or resumed run counts what an uninterrupted one does."""
+    cached, a skipped node as skipped, so a repeated or resumed run counts what an uninterrupted one does.
+    `cases_taken` says what --limit or --shard left of the case set, when they left anything out
+    (`why_no_overall`)."""
     failures: Counter[str] = Counter()
     statuses: Counter[str] = Counter()
     node_notes: Counter[str] = Counter()
@@ -85,6 +89,7 @@ def build_summary(
         # a --phase run: work left for another phase
         pending=total["pending"] or None,
     )
+    scores, why_not = _scores(protocol, records, options, bindings)
     return Summary(
         protocol=protocol.name,
         title=protocol.title,
@@ -104,15 +109,40 @@ def build_summary(
         # inputs a backend could not honour (context images a text-only model ignored, prompts cut to
         # the text encoder's length), by kind; each is listed on its node in results.jsonl
         node_notes=dict(sorted(node_notes.items())),
-        scores=_scores(protocol, records, options, bindings),
+        scores=scores,
+        why_no_overall=why_no_overall(why_not, cases, statuses, case_set, cases_taken) if _empty_overall(scores) else None,
     )
 
 
-def _scores(protocol: Protocol[Any, Any, Any, Any], records: Iterable[CaseRecord], options: BaseModel, bindings: Bindings) -> RunScores:
-    """The protocol's scores as JSON; a judged protocol also names its judge there, pinned for leaderboards.
-    A protocol that scores from tallies is summed one record at a time; others get the list."""
+def _empty_overall(scores: RunScores) -> bool:
+    return "overall" in scores and scores["overall"] is None
+
+
+def _scores(
+    protocol: Protocol[Any, Any, Any, Any], records: Iterable[CaseRecord], options: BaseModel, bindings: Bindings
+) -> tuple[RunScores, str | None]:
+    """The protocol's scores as JSON, and its reason when their headline is empty; a judged protocol
+    also names its judge there, pinned for leaderboards. A protocol that scores from tallies is
+    summed one record at a time; others get the list."""
     totals = sum_tallies(protocol, records, options)
-    scores = scores_json(protocol.score_tallies(totals, options) if totals is not None else protocol.summarize(list(records), options))
+    made = protocol.score_tallies(totals, options) if totals is not None else protocol.summarize(list(records), options)
+    scores = scores_json(made)
     if "judge" in protocol.roles and scores.get("judge") is None:
         scores["judge"] = bindings.specs().get("judge")
-    return RunScores(scores)
+    run_scores = RunScores(scores)
+    return run_scores, protocol.why_no_overall(made, options) if _empty_overall(run_scores) else None
+
+
+def why_no_overall(
+    protocol_says: str | None, cases: int, statuses: Counter[str], case_set: CaseSet[Any], cases_taken: str | None
+) -> str:
+    """Why a run's headline is empty, for its `overall:` line: no case ran, every node failed, or
+    the protocol's own reason (`Protocol.why_no_overall`); with what --limit or --shard took."""
+    if cases and not statuses["done"] and statuses["failed"] + statuses["blocked"]:
+        return "every node failed or was blocked (see failures)"
+    if cases:
+        said = protocol_says or "nothing was scored"
+    else:
+        skipped = len(case_set.skipped)
+        said = "no case was run" + (f" ({skipped} skipped, reasons in summary.json)" if skipped else "")
+    return f"{said}: {cases_taken}" if cases_taken else said

@@ -211,13 +211,17 @@ class Cost(_Section):
 
 
 class Invocation(_Section):
-    """The latest invocation's own calls, usage and cost (a resume of a finished run makes none)."""
+    """The latest invocation's own calls, usage and cost (a resume of a finished run makes none),
+    and its nodes by role and status: which work it did and which it took from the store."""
 
-    optional_sections = frozenset({"cost"})
+    optional_sections = frozenset({"cost", "nodes"})
 
     calls: dict[str, int]
     usage: Usage
     cost: Cost | None = None
+    #: role -> status -> nodes (a node no backend fills under its kind, ``compute``); {} when nothing
+    #: ran, absent from a summary written before umni counted them
+    nodes: dict[str, dict[str, int]] | None = None
 
 
 class ServerTally(_Section):
@@ -281,7 +285,9 @@ class Summary(_Section):
     scores. `calls` and `usage` add up over every invocation of a resumed run; `this_invocation`
     holds the latest one's own. Defaults let a summary written by an older umni be read."""
 
-    optional_sections = frozenset({"servers", "this_invocation", "cost", "run_dir", "extended", "lineage", "label"})
+    optional_sections = frozenset(
+        {"why_no_overall", "servers", "this_invocation", "cost", "run_dir", "extended", "lineage", "label"}
+    )
 
     protocol: str
     title: str = ""
@@ -303,6 +309,8 @@ class Summary(_Section):
     #: inputs a backend could not honour, by kind; each is listed on its node in results.jsonl
     node_notes: dict[str, int] = {}
     scores: RunScores = Field(default_factory=RunScores)
+    #: why the headline (``scores.overall``) is empty, only when it is (`Protocol.why_no_overall`)
+    why_no_overall: str | None = None
     servers: ServerTally | None = None
     this_invocation: Invocation | None = None
     cost: Cost | None = None

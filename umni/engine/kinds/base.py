@@ -47,18 +47,33 @@ IMAGE_TYPES: tuple[OutputType, ...] = ("image",)
 ANY_TYPE: tuple[OutputType, ...] = ("any",)
 
 
+#: The order node statuses are listed in, per role.
+STATUS_ORDER = ("computed", "cached", "failed", "blocked", "skipped", "pending")
+
+
 @dataclass
 class RunStats:
-    """What this invocation did: node statuses, failures by kind, calls and usage per role."""
+    """What this invocation did: node statuses (in all and per role), failures by kind, calls and
+    usage per role."""
 
     statuses: Counter[str] = field(default_factory=Counter)
     failures: Counter[str] = field(default_factory=Counter)
     calls: Counter[str] = field(default_factory=Counter)
     usage: dict[str, Usage] = field(default_factory=dict)
     started: float = field(default_factory=time.time)
+    #: (role, status) -> nodes; a node no backend fills counts under its kind (``compute``)
+    role_statuses: Counter[tuple[str, str]] = field(default_factory=Counter)
 
     def add_usage(self, role: str, usage: Usage) -> None:
         self.usage.setdefault(role, Usage(calls=0)).add(usage)
+
+    def nodes_by_role(self) -> dict[str, dict[str, int]]:
+        """Role -> status -> nodes, roles sorted and statuses in `STATUS_ORDER`: which work this
+        invocation did and which it took from the store (a rebound judge: only judge nodes computed)."""
+        roles = sorted({role for role, _ in self.role_statuses})
+        return {
+            role: {status: n for status in STATUS_ORDER if (n := self.role_statuses[role, status])} for role in roles
+        }
 
 
 @dataclass
