@@ -1,0 +1,176 @@
+"""Sweeps: protocols × models × role bindings × seeds from one YAML file, run as one job.
+
+All runs share one cache, one set of backend instances and one set of concurrency lanes, and run
+at the same time: a backend's limit is shared by every run that uses it, and identical work (the
+same generated image needed by two runs that differ only in their understander) is done once.
+Re-running a sweep file resumes every run; adding a model runs only the new work.
+
+    name: demo
+    out: runs/sweep-demo          # default: runs/sweep-<file stem>
+    protocols: [umnibench]
+    models: [sim/umm]
+    roles:                        # role overrides; each entry is one binding variant
+      - {}
+      - {understand: "sim/umm?skill=0.5"}
+    seeds: [0]
+    options: {umnibench: {ability: full}}
+    cases: {umnibench: path/to/cases.jsonl}
+    limit: 10
+    concurrency: 4
+
+Models and role bindings can be placed on Ray (issue 14) in a ``placement:`` section keyed by the
+spec exactly as written under ``models:`` or as a value under ``roles:``; a role binding's spec is
+placed on its own, so a judge can have other replicas than the model it judges:
+
+    ray: auto                     # the cluster ('auto': join a running one or start a local one)
+    models: [sim/umm, "diffusers/tiny?steps=2"]
+    roles: [{}, {judge: "sim/umm?skill=0.5"}]
+    placement:
+      sim/umm: {replicas: 2, cpus: 0.5}
+      "diffusers/tiny?steps=2": {replicas: 4, gpus: 1, start_timeout: 600, max_restarts: 2}
+      "sim/umm?skill=0.5": {replicas: 1}
+
+An entry becomes the spec parameters ``placement=ray&replicas=…`` (the same ones `umni run` takes),
+which say where a backend runs and never what it answers: run directories, identities and cache keys
+are those of the unplaced sweep, so adding or changing placement resumes the same runs from the
+same cache. A ``placement:`` section without ``ray:`` uses ``ray: auto``.
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from umni.protocols.caseio import validation_errors
+from umni.run.config import RunConfig, build_config
+from umni.run.sweep_placement import Placement, check_placement, placed
+from umni.run.units import Unit, plan
+from umni.store.hashing import fingerprint
+from umni.store.urls import check_blobs, check_results
+from umni.util.errors import ConfigError, InputError, InputErrors
+
+
+class SweepFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str | None = None
+    out: Path | None = None
+    #: the result store and image store of every run (as `umni run --cache/--blobs`: a path or a URL)
+    cache: str | None = None
+    blobs: str | None = None
+    protocols: list[str] = Field(min_length=1)
+    models: list[str | None] = Field(default_factory=lambda: list[str | None]([None]))
+    roles: list[dict[str, str]] = Field(default_factory=lambda: [dict[str, str]()])
+    seeds: list[int] = Field(default_factory=lambda: [0])
+    options: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    cases: dict[str, Path] = Field(default_factory=dict)
+    limit: int | None = None
+    concurrency: int | None = None
+    #: Ray cluster for models whose spec says placement=ray ('auto' or an address), as `umni run --ray`
+    ray: str | None = None
+    #: Ray placement of a model or role binding, keyed by its spec as written in `models:` / `roles:`
+    placement: dict[str, Placement] = Field(default_factory=dict)
+    #: retry settings of every run (as `umni run --max-attempts/--retry-budget/--call-timeout`)
+    max_attempts: int | None = None
+    retry_budget: float | None = None
+    call_timeout: float | None = None
+    #: case shards per run: a split sweep's work units are (run, case shard) pairs (`umni sweep --shard`)
+    shards: int = Field(1, ge=1, le=10_000)
+    #: `#SBATCH` options of `umni sweep --emit slurm` (e.g. partition, gres, time); max_jobs caps the array
+    slurm: dict[str, str | int | float] = Field(default_factory=dict)
+
+
+def load_sweep(path: Path) -> SweepFile:
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise InputError(f"invalid YAML: {exc}", path=path, line=mark.line + 1 if mark else None) from None
+    except OSError as exc:
+        raise InputError(f"cannot read the sweep file ({exc.strerror})", path=path) from None
+    if not isinstance(raw, dict):
+        raise InputError("a sweep file is a YAML mapping (protocols, models, roles, …)", path=path)
+    try:
+        sweep = SweepFile.model_validate(raw)
+    except ValidationError as exc:
+        raise InputErrors(validation_errors(exc, path=path, record=None)) from None
+    _check_stores(sweep, path)
+    base = path.parent
+    sweep.cases = {k: (v if v.is_absolute() else base / v) for k, v in sweep.cases.items()}
+    if sweep.out is None:
+        sweep.out = Path("runs") / f"sweep-{sweep.name or path.stem}"
+    if sweep.placement:
+        written = {m for m in sweep.models if m is not None} | {s for roles in sweep.roles for s in roles.values()}
+        check_placement(sweep.placement, written, path)
+        sweep.ray = sweep.ray or "auto"  # placement implies Ray
+    return sweep
+
+
+def _check_stores(sweep: SweepFile, path: Path) -> None:
+    """Refuse a `cache:` or `blobs:` that would put a credential in run.json, naming the file and
+    the field, before any folder of the sweep is made."""
+    for name, check in (("cache", check_results), ("blobs", check_blobs)):
+        value = getattr(sweep, name)
+        if value is not None:
+            try:
+                check(value)
+            except ConfigError as exc:
+                raise InputError(exc.message, path=path, field=name) from None
+
+
+def expand(sweep: SweepFile) -> list[RunConfig]:
+    """One run request per combination, each with its own run directory under the sweep's."""
+    return [build_config(given, source=source) for given, source in run_settings(sweep)]
+
+
+def run_settings(sweep: SweepFile) -> list[tuple[dict[str, Any], str]]:
+    """The settings of each run (only what the sweep file sets) and how to name it in an error."""
+    requests = []
+    seen: dict[Path, str] = {}
+    for protocol, model, roles, seed in itertools.product(sweep.protocols, sweep.models, sweep.roles, sweep.seeds):
+        if model is None and not roles:
+            raise InputError("each run needs a model or role bindings: give `models:` or non-empty `roles:` entries")
+        label = fingerprint([model, sorted(roles.items()), seed, sweep.options.get(protocol, {})])[:10]
+        assert sweep.out is not None
+        what = f"protocol {protocol}, model {model}, roles {roles or '{}'}, seed {seed}"
+        if sweep.out / protocol / label in seen:
+            raise InputError(f"the sweep lists the same run twice ({what}); remove the repeated model, role binding or seed")
+        seen[sweep.out / protocol / label] = what
+        given = {
+            "protocol": protocol,
+            "out": sweep.out / protocol / label,
+            "cases": sweep.cases.get(protocol),
+            "model": None if model is None else placed(sweep.placement, model),
+            "roles": [f"{r}={placed(sweep.placement, s)}" for r, s in sorted(roles.items())] or None,
+            "cache": sweep.cache,
+            "blobs": sweep.blobs,
+            "limit": sweep.limit,
+            "concurrency": sweep.concurrency,
+            "ray": sweep.ray,
+            "seed": seed,
+            "options": dict(sweep.options.get(protocol, {})) or None,
+            "max_attempts": sweep.max_attempts,
+            "retry_budget": sweep.retry_budget,
+            "call_timeout": sweep.call_timeout,
+            "progress": False,
+        }
+        # only what the sweep file sets is set, as on the command line (run.json keeps those)
+        requests.append(({k: v for k, v in given.items() if v is not None}, f"sweep run ({what})"))
+    return requests
+
+
+def work_units(sweep: SweepFile) -> list[Unit]:
+    """The sweep's (run, case shard) work units, in an order every process agrees on."""
+    assert sweep.out is not None
+    return plan([Path(r.out) for r in expand(sweep)], sweep.shards)
+
+
+def unit_request(sweep: SweepFile, unit: Unit) -> RunConfig:
+    given, source = run_settings(sweep)[unit.run]
+    if unit.shard is not None:
+        given = {**given, "shard": str(unit.shard)}
+    return build_config(given, source=f"{source}, shard {unit.shard}" if unit.shard else source)
