@@ -24,6 +24,7 @@ from pydantic import (
 )
 
 from umni.backends.roles import known_roles
+from umni.util.entrypoints import load_entry_point
 from umni.util.errors import ConfigError
 from umni.util.spec import Spec
 
@@ -213,7 +214,7 @@ def backend_class(provider: str) -> type[Backend]:
         raise ConfigError(
             f"unknown backend provider '{provider}'; known providers: {', '.join(sorted(registered)) or 'none'}"
         )
-    cls = registered[provider].load()
+    cls = load_entry_point(registered[provider])
     if not (isinstance(cls, type) and issubclass(cls, Backend)):
         raise ConfigError(f"entry point umni.backends:{provider} does not name a umni.backends.Backend subclass")
     return cls

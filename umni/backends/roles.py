@@ -17,6 +17,8 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 from PIL import Image
 
+from umni.util.entrypoints import load_entry_point
+
 UNDERSTAND = "understand"
 GENERATE = "generate"
 EDIT = "edit"
@@ -257,7 +259,7 @@ def _load_tool_plugins() -> None:
     if not _plugins_loaded:
         _plugins_loaded = True
         for ep in entry_points(group="umni.tools"):
-            ep.load()
+            load_entry_point(ep)
 
 
 def known_roles() -> tuple[str, ...]:

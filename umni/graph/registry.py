@@ -13,6 +13,7 @@ from importlib.metadata import entry_points
 from typing import ClassVar, Protocol
 
 from umni.graph.nodes import Node, OutputType, Ref
+from umni.util.entrypoints import load_entry_point
 from umni.util.errors import ConfigError
 
 #: A Ref passed to a slot of a node, and the output types that slot accepts.
@@ -59,7 +60,7 @@ def _load() -> None:
             )
         _loaded = True
         for ep in found:
-            ep.load()
+            load_entry_point(ep)
 
 
 def find_kind(name: str) -> NodeShape | None:

@@ -32,6 +32,7 @@ from umni.graph.graph import Graph
 from umni.graph.outcomes import Outcome
 from umni.protocols.headline import HeadlineParts
 from umni.protocols.scores import Scores
+from umni.util.entrypoints import load_entry_point
 from umni.util.errors import ConfigError
 
 CaseT = TypeVar("CaseT")
@@ -236,7 +237,7 @@ def get_protocol(name: str) -> Protocol[Any, Any, Any, Any]:
     found = {ep.name: ep for ep in entry_points(group="umni.protocols")}
     if name not in found:
         raise ConfigError(f"unknown protocol '{name}'; known protocols: {', '.join(sorted(found))}")
-    obj = found[name].load()
+    obj = load_entry_point(found[name])
     return obj() if isinstance(obj, type) else obj
 
 

@@ -12,6 +12,7 @@ from PIL import Image
 from umni.backends.roles import register_tool_role
 from umni.engine.kinds.base import KindContext
 from umni.graph.params import NodeParams
+from umni.util.entrypoints import load_entry_point
 
 __all__ = ["ToolRole", "find_tool", "known_tools", "register_tool"]
 
@@ -47,7 +48,7 @@ def _load() -> None:
         from umni.engine.kinds.tools import detect, embed, ocr  # noqa: F401  (each registers itself)
 
         for ep in entry_points(group="umni.tools"):
-            ep.load()
+            load_entry_point(ep)
 
 
 def find_tool(role: str) -> ToolRole | None:
