@@ -280,13 +280,60 @@ class RunScores(RootModel[dict[str, Any]]):
         return self.root.get(key, default)
 
 
+class Sampling(_Section):
+    """How a role's backend draws its outputs, where it says: a text model's temperature and token
+    limit, a diffusion model's steps and guidance scale. None: the backend does not use the setting,
+    or does not say."""
+
+    temperature: Number | None = None
+    max_tokens: int | None = None
+    steps: int | None = None
+    guidance: Number | None = None
+
+
+class RoleProvenance(_Section):
+    """How one role's outputs were made, as far as its backend and the protocol know (None: unknown).
+
+    `model` is the id the user asked for; `revision` the snapshot or commit it resolved to, and
+    `reported_id` the id the server said it served (an HTTP endpoint may serve another model than
+    the name it was asked by). `http_shape` names the request shape of an HTTP backend (``openai
+    chat``, ``openai images``). `template_hash` is the hash of the prompt templates the protocol
+    sends this role (a judge's rubric), `template_follows` the official template it follows."""
+
+    backend: str | None = None
+    model: str | None = None
+    revision: str | None = None
+    reported_id: str | None = None
+    dtype: str | None = None
+    device: str | None = None
+    sampling: Sampling | None = None
+    seed_policy: str | None = None
+    http_shape: str | None = None
+    template_hash: str | None = None
+    template_follows: str | None = None
+
+
+class Provenance(_Section):
+    """How a run's numbers were made (issue 33): umni's version (and commit, when run from a
+    checkout), the protocol's scoring version and the deviations from its official code in effect,
+    and per role the model, revision, settings and prompt templates. `umni methods` writes it up."""
+
+    umni_version: str
+    umni_commit: str | None = None
+    protocol: str
+    scoring_version: str | None = None
+    #: the ids of the protocol's deviations from its official code in effect in this run
+    deviations: list[str] = []
+    roles: dict[str, RoleProvenance] = {}
+
+
 class Summary(_Section):
     """summary.json: what a run did (counts, failures by kind, calls, usage, cost) and the protocol's
     scores. `calls` and `usage` add up over every invocation of a resumed run; `this_invocation`
     holds the latest one's own. Defaults let a summary written by an older umni be read."""
 
     optional_sections = frozenset(
-        {"why_no_overall", "servers", "this_invocation", "cost", "run_dir", "extended", "lineage", "label"}
+        {"why_no_overall", "servers", "this_invocation", "cost", "run_dir", "extended", "lineage", "label", "provenance"}
     )
 
     protocol: str
@@ -322,6 +369,9 @@ class Summary(_Section):
     #: the name the run was given, for tables to show instead of its bindings (a prefix before "/"
     #: groups it in ``leaderboard --group``); set by whoever labels runs, absent otherwise
     label: str | None = None
+    #: how the numbers were made: models, revisions, settings, templates, deviations (absent from a
+    #: summary written before umni recorded it)
+    provenance: Provenance | None = None
 
     def __getitem__(self, key: str) -> Any:
         """``summary["scores"]``, as code written when the summary was a dict reads it (its JSON);
@@ -376,11 +426,14 @@ class RunTables(_Section):
     few cases)."""
 
     indent = 1
+    optional_sections = frozenset({"provenance"})
 
     version: int = TABLES_VERSION
     intervals: dict[str, tuple[float, float] | None]
     no_interval: dict[str, str] = {}
     tables: list[dict[str, Any]]
+    #: the run's `Provenance` (as in summary.json), so the tables say how their numbers were made
+    provenance: Provenance | None = None
 
 
 # ------------------------------------------------------------------------------------ the folder
