@@ -41,6 +41,7 @@ def run_config_from_args(args: argparse.Namespace) -> Any:
         "ray": getattr(args, "ray", None),
         "seed": args.seed,
         "options": dict(args.option) or None,
+        "label": getattr(args, "label", None),
         "max_attempts": args.max_attempts,
         "retry_budget": args.retry_budget,
         "call_timeout": args.call_timeout,

@@ -51,6 +51,8 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
                    "running one or starts a local one on 127.0.0.1; the cache and run directory stay here")
     p.add_argument("--seed", type=int, help="run seed (default 0)")
     p.add_argument("--option", action="append", default=[], type=_key_value, metavar="KEY=VALUE", help="protocol option (repeatable)")
+    p.add_argument("--label", metavar="NAME", help="the name tables show for the run (summary.json's label): a paper's model name "
+                   "sets the run beside the paper's row with leaderboard --compare-paper; a prefix before '/' groups it with --group")
     p.add_argument("--max-attempts", type=int, help="tries per call for retryable errors, >= 1 (default 5)")
     p.add_argument("--retry-budget", type=float, help="seconds one call may spend retrying, > 0 (default 600)")
     p.add_argument("--call-timeout", type=float, help="seconds one attempt may take before it is retried, > 0 (default 3600)")

@@ -188,6 +188,7 @@ async def evaluate_async(
         taken = _cases_taken(request, case_set, cases, shard)
         summary = build_summary(protocol, options, case_set, bindings, records, stats, done_before, time.time() - started, taken)
         servers.add_to(summary)
+        summary.label = request.label
         _account(summary, prices, run_dir, lineage, stats.nodes_by_role())
         run_dir.finish(protocol, summary, records, store.blobs, cases=positions.keys())
         run_dir.events.emit("run.end", counts=summary.counts.model_dump(), failures=summary.failures)
