@@ -96,6 +96,9 @@ def build_parser() -> argparse.ArgumentParser:
     board.add_argument("--group", nargs="?", const="", metavar="G1,G2,…",
                        help="group the runs by the prefix of their labels before the first '/' (a run labelled Und/x is x under Und), "
                        "as papers group models by type; groups in the order given, then as they come")
+    board.add_argument("--compare-paper", action="store_true",
+                       help="set each run labelled as one of its paper's models (umni run --label) beside the paper's own row: the paper's "
+                       "value, this run's and the difference per column, and which settings of the paper's run differ from this run's")
     board.add_argument("--paired", action="store_true",
                        help="the headline difference of every pair of runs of one protocol on the cases both hold, with a 95 %% paired "
                        "bootstrap interval and a paired permutation test; over more than two runs a matrix with Holm-adjusted p-values")

@@ -1,0 +1,101 @@
+"""`umni run --label` and `umni leaderboard --compare-paper`: a run labelled as one of its paper's
+models set beside the paper's row (the paper's value, this run's, the difference, in one unit),
+with the settings of the paper's run that differ from this run's; a label the paper does not know
+and a run of another metric each get one line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from umni.cli import main
+from umni.run.sweep_file import expand, load_sweep
+from umni.util.errors import InputError
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("compare")
+
+    def run(protocol: str, label: str | None, *extra: str) -> Path:
+        out = root / f"{protocol}-{label}-{len(extra)}"
+        argv = ["run", protocol, "--model", "sim/umm?skill=0.7", "--out", str(out), "--cache", str(root / "cache"), "--quiet", "--limit", "12", *extra]
+        assert main(argv + (["--label", label] if label else [])) == 0
+        return out
+
+    return {
+        "umnibench": run("umnibench", "Unified/ovis-u1-3b"),  # an alias under a --group prefix
+        "wise legacy": run("wise", "gpt-4o", "--option", "scoring=legacy"),
+        "wise verified": run("wise", "GPT4o"),
+        "wise unknown": run("wise", "My Model"),
+        "wise unlabelled": run("wise", None, "--seed", "3"),
+    }
+
+
+def test_label_is_written_to_summary_json(runs):
+    summary = json.loads((runs["umnibench"] / "summary.json").read_text())
+    assert summary["label"] == "Unified/ovis-u1-3b"
+    assert "label" not in json.loads((runs["wise unlabelled"] / "summary.json").read_text())
+
+
+def test_an_empty_label_is_refused(tmp_path, capsys):
+    assert main(["run", "wise", "--model", "sim/umm", "--label", " ", "--out", str(tmp_path / "r"), "--quiet"]) == 2
+    assert "--label must name the run" in capsys.readouterr().err
+
+
+def test_a_labelled_run_is_set_beside_the_papers_row(runs, capsys, tmp_path):
+    assert main(["leaderboard", str(runs["umnibench"]), "--compare-paper", "--format", "csv"]) == 0
+    (tmp_path / "tables.csv").write_text(capsys.readouterr().out)
+    frame = pd.read_csv(tmp_path / "tables.csv")
+    overall = json.loads((runs["umnibench"] / "summary.json").read_text())["scores"]["overall"]
+    titles = {"Table 2": "Unified/ovis-u1-3b beside the paper: Table 2 (questions by stage), Ovis-U1",
+              "Table 3": "Unified/ovis-u1-3b beside the paper: Table 3 (domains), Ovis-U1"}
+    # Table 2's last row and Table 3's Average are Ovis-U1's overall: 77.45 in the paper
+    for title in titles.values():
+        row = frame[(frame["table"] == title) & (frame["score"] == "overall")]
+        assert len(row) == 1, title
+        assert row["paper"].item() == 77.45
+        assert row["this run"].item() == pytest.approx(overall)
+        assert row["difference"].item() == pytest.approx(overall - 77.45)
+    # Q1 is compared with the paper's value for Ovis-U1 (Table 2's second column), and no column
+    # the paper leaves without a value for it is listed
+    q1 = frame[(frame["table"] == titles["Table 2"]) & (frame["score"] == "questions/Q1")]
+    assert q1["paper's column"].item() == "Q1" and q1["paper"].item() == 98.50
+    assert len(frame[frame["table"] == titles["Table 2"]]) == 13
+
+
+def test_the_note_names_the_settings_that_differ(runs, capsys):
+    assert main(["leaderboard", str(runs["wise legacy"]), "--compare-paper", "--plain"]) == 0
+    out = capsys.readouterr().out
+    assert "### gpt-4o beside the paper: Table 1 (WiScore by category), GPT4o" in out
+    assert "| culture | Cultural | 0.81 |" in out  # the paper's GPT4o row, in umni's 0-1 unit
+    assert "| overall |" not in out  # 12 prompts leave categories unscored: no Overall to compare
+    assert "settings that differ from the paper's run: judge: the paper's GPT-4o, this run's sim/umm" in out
+    assert "the paper does not state its sampling, seed and resolution" in out
+
+
+def test_a_run_of_another_metric_or_an_unknown_label_gets_one_line(runs, capsys):
+    dirs = [runs["wise verified"], runs["wise unknown"], runs["wise unlabelled"]]
+    assert main(["leaderboard", *map(str, dirs), "--compare-paper"]) == 0
+    captured = capsys.readouterr()
+    assert "beside the paper" not in captured.out
+    lines = captured.err.splitlines()
+    assert "GPT4o: not compared with Table 1 (WiScore by category): scoring: the paper's legacy, this run's verified (another metric)" in lines
+    unknown = [line for line in lines if line.startswith("My Model:")]
+    assert len(unknown) == 1 and "no model of the wise paper is called 'My Model'; the paper's models: FLUX.1-dev," in unknown[0]
+    assert "vila-u-7b-256" in unknown[0]
+    assert any(line.startswith("sim/umm?skill=0.7: no label;") for line in lines)
+
+
+def test_a_sweep_labels_each_models_runs(tmp_path):
+    path = tmp_path / "sweep.yaml"
+    path.write_text(yaml.safe_dump({"protocols": ["wise"], "models": ["sim/umm", "sim/umm?skill=0.5"], "labels": {"sim/umm": "GPT4o"}}))
+    requests = expand(load_sweep(path))
+    assert [r.label for r in requests] == ["GPT4o", None]
+    path.write_text(yaml.safe_dump({"protocols": ["wise"], "models": ["sim/umm"], "labels": {"sim/um": "GPT4o"}}))
+    with pytest.raises(InputError, match="'sim/um': not a spec listed under `models:`"):
+        load_sweep(path)
