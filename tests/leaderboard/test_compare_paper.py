@@ -99,3 +99,22 @@ def test_a_sweep_labels_each_models_runs(tmp_path):
     path.write_text(yaml.safe_dump({"protocols": ["wise"], "models": ["sim/umm"], "labels": {"sim/um": "GPT4o"}}))
     with pytest.raises(InputError, match="'sim/um': not a spec listed under `models:`"):
         load_sweep(path)
+
+
+def test_the_judge_the_provenance_names_is_compared_with_the_papers(runs, tmp_path, capsys):
+    """A run whose provenance says its judge served gpt-4o-2024-08-06 used the paper's GPT-4o: no
+    setting is known to differ, and the settings the paper leaves unstated are this run's."""
+    source, copy = runs["wise legacy"], tmp_path / "served"
+    copy.mkdir()
+    for name in ("results.jsonl", "tables.json"):
+        (copy / name).write_bytes((source / name).read_bytes())
+    provenance = {"umni_version": "0", "protocol": "wise", "roles": {
+        "judge": {"model": "judge-alias", "reported_id": "gpt-4o-2024-08-06", "sampling": {"temperature": 0.0, "max_tokens": 512}, "seed_policy": "run seed"},
+        "generate": {"model": "my/model", "sampling": {"steps": 28, "guidance": 4.0}}}}
+    summary = json.loads((source / "summary.json").read_text()) | {"provenance": provenance}
+    (copy / "summary.json").write_text(json.dumps(summary))
+    assert main(["leaderboard", str(copy), "--compare-paper", "--plain"]) == 0
+    out = capsys.readouterr().out
+    assert "settings that differ from the paper's run: none known" in out
+    assert ("the paper does not state its sampling, seed and resolution: this run's: generate steps 28, guidance 4.0; "
+            "judge temperature 0.0, max_tokens 512, seed run seed") in out

@@ -17,8 +17,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel
-
 from umni.protocols.paper import PaperCell, PaperNumbers, PaperSettings, PaperTable, load_paper_numbers
 from umni.reporting.intervals import flatten_scores, run_intervals
 from umni.reporting.runset import Run, as_number
@@ -146,25 +144,12 @@ def _and(items: list[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
-def _provenance(summary: Summary) -> dict[str, Any] | None:
-    """summary.json's provenance as JSON (None: a run made before umni recorded it)."""
-    value: Any = getattr(summary, "provenance", None)
-    if value is None:
-        value = (summary.model_extra or {}).get("provenance")
-    if isinstance(value, BaseModel):
-        value = value.model_dump()
-    return value if isinstance(value, dict) else None
-
-
 def _role_model(summary: Summary, role: str) -> str | None:
-    """The model that filled `role`: as its provenance names it (the id its server reported, else
-    the model), else the backend's identity (provider/name), else the spec bound."""
-    provenance = _provenance(summary)
-    if provenance is not None:
-        recorded = (provenance.get("roles") or {}).get(role) or {}
-        named = recorded.get("reported_id") or recorded.get("model")
-        if named:
-            return str(named)
+    """The model that filled `role`: as the run's provenance names it (the id its server reported,
+    else the model asked for), else the backend's identity (provider/name), else the spec bound."""
+    recorded = summary.provenance.roles.get(role) if summary.provenance is not None else None
+    if recorded is not None and (recorded.reported_id or recorded.model):
+        return recorded.reported_id or recorded.model
     identity = summary.backends.get(role) or {}
     if identity.get("name"):
         return f"{identity.get('provider')}/{identity['name']}" if identity.get("provider") else str(identity["name"])
@@ -182,17 +167,15 @@ def _same_model(paper: str, run: str | None) -> bool:
 
 
 def _run_settings(summary: Summary) -> str:
-    """This run's sampling and seed settings as its provenance records them, per role; or that they
+    """This run's sampling and seed settings per role, as its provenance records them; or that they
     are unknown."""
-    provenance = _provenance(summary)
-    if provenance is None:
+    if summary.provenance is None:
         return "this run's settings unknown (no provenance in its summary.json)"
     shown = []
-    for role, recorded in sorted((provenance.get("roles") or {}).items()):
-        sampling = {k: v for k, v in (recorded.get("sampling") or {}).items() if v is not None}
-        facts = [f"{k} {v}" for k, v in sampling.items()]
-        if recorded.get("seed_policy"):
-            facts.append(f"seed {recorded['seed_policy']}")
+    for role, recorded in sorted(summary.provenance.roles.items()):
+        facts = [f"{k} {v}" for k, v in (recorded.sampling.model_dump() if recorded.sampling else {}).items() if v is not None]
+        if recorded.seed_policy:
+            facts.append(f"seed {recorded.seed_policy}")
         if facts:
             shown.append(f"{role} {', '.join(facts)}")
     return "this run's: " + ("; ".join(shown) if shown else "none recorded")
