@@ -118,3 +118,16 @@ def test_the_judge_the_provenance_names_is_compared_with_the_papers(runs, tmp_pa
     assert "settings that differ from the paper's run: none known" in out
     assert ("the paper does not state its sampling, seed and resolution: this run's: generate steps 28, guidance 4.0; "
             "judge temperature 0.0, max_tokens 512, seed run seed") in out
+
+
+def test_a_run_that_binds_another_understander_differs_from_umnibenchs_unified_runs(runs, tmp_path, capsys):
+    out = tmp_path / "mixed"
+    assert main(["run", "umnibench", "--model", "sim/umm?skill=0.7", "--role", "understand=sim/umm?skill=0.2", "--label", "Bagel",
+                 "--limit", "3", "--out", str(out), "--cache", str(tmp_path / "cache"), "--quiet"]) == 0
+    assert main(["leaderboard", str(out), str(runs["umnibench"]), "--compare-paper", "--plain"]) == 0
+    notes = [line for line in capsys.readouterr().out.splitlines() if line.startswith("difference = ")]
+    assert len(notes) == 4  # two runs, each beside Tables 2 and 3
+    mixed = ("roles: the paper's model fills generate, edit and understand itself, this run binds "
+             "generate=sim/umm?skill=0.7, edit=sim/umm?skill=0.7, understand=sim/umm?skill=0.2")
+    assert sum(mixed in note for note in notes) == 2
+    assert sum("settings that differ from the paper's run: none known" in note for note in notes) == 2

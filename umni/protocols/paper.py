@@ -37,6 +37,8 @@ class PaperSettings(BaseModel):
 
     #: role -> the model the paper names for it (``judge: Gemini-2.5-Pro``)
     roles: dict[str, str] = {}
+    #: roles the paper's model filled itself (UmniBench's unified runs: it draws, edits and answers)
+    one_model: list[str] = []
     #: protocol options the paper's numbers correspond to (a list: any of these values)
     options: dict[str, Any] = {}
     #: option names among `options` that define the metric itself: a run with another value is not

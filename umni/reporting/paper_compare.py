@@ -117,6 +117,10 @@ def _note(run: Run, paper_table: PaperTable, model: str, settings: PaperSettings
     differs = [f"{role}: the paper's {theirs}, this run's {ours or 'none bound'}"
                for role, theirs in settings.roles.items() if not _same_model(theirs, ours := _role_model(run.summary, role))]
     differs += [f"{name}: the paper's {_options_text(want)}, this run's {have}" for name, want, have in _differing_options(run.summary, options)]
+    bound = {role: run.summary.bindings.get(role) for role in settings.one_model}
+    if len(set(bound.values())) > 1:
+        differs.append(f"roles: the paper's model fills {_and(settings.one_model)} itself, this run binds "
+                       + ", ".join(f"{role}={spec}" for role, spec in bound.items()))
     parts.append("settings that differ from the paper's run: " + ("; ".join(differs) if differs else "none known"))
     if settings.unstated:
         parts.append(f"the paper does not state its {_and(settings.unstated)}: " + _run_settings(run.summary))
