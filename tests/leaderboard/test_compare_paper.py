@@ -42,6 +42,15 @@ def test_label_is_written_to_summary_json(runs):
     assert "label" not in json.loads((runs["wise unlabelled"] / "summary.json").read_text())
 
 
+def test_a_resume_without_label_keeps_the_runs_label(tmp_path):
+    argv = ["run", "wise", "--model", "sim/umm", "--out", str(tmp_path / "r"), "--cache", str(tmp_path / "cache"), "--quiet", "--limit"]
+    assert main([*argv, "2", "--label", "GPT4o"]) == 0
+    assert main([*argv, "3"]) == 0  # extended to 3 cases, no --label
+    assert json.loads((tmp_path / "r" / "summary.json").read_text())["label"] == "GPT4o"
+    assert main([*argv, "3", "--label", "Emu3"]) == 0  # a new label replaces it
+    assert json.loads((tmp_path / "r" / "summary.json").read_text())["label"] == "Emu3"
+
+
 def test_an_empty_label_is_refused(tmp_path, capsys):
     assert main(["run", "wise", "--model", "sim/umm", "--label", " ", "--out", str(tmp_path / "r"), "--quiet"]) == 2
     assert "--label must name the run" in capsys.readouterr().err
