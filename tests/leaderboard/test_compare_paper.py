@@ -140,3 +140,20 @@ def test_a_run_that_binds_another_understander_differs_from_umnibenchs_unified_r
              "generate=sim/umm?skill=0.7, edit=sim/umm?skill=0.7, understand=sim/umm?skill=0.2")
     assert sum(mixed in note for note in notes) == 2
     assert sum("settings that differ from the paper's run: none known" in note for note in notes) == 2
+
+
+@pytest.mark.parametrize(("paper", "run", "same"), [
+    ("GPT-4o", "openai/gpt-4o-2024-08-06", True),
+    ("GPT-4o", "gpt-4o", True),
+    ("GPT-4o", "openai/gpt-4o-mini", False),
+    ("Gemini-3-Pro", "gemini-3-pro-preview", True),
+    ("Qwen2.5-VL-72B", "openai/Qwen/Qwen2.5-VL-72B-Instruct?base_url=http://h:8000/v1", True),
+    ("Qwen2.5-VL-72B", "Qwen/Qwen2.5-VL-7B-Instruct", False),
+    ("InternVL3.5-38B", "OpenGVLab/InternVL3_5-38B", True),
+    ("Gemini-2.5-Pro", "sim/umm", False),
+    ("GPT-4o", None, False),
+])
+def test_a_run_model_id_names_the_papers_model_only_up_to_a_date_or_variant_tag(paper, run, same):
+    from umni.reporting.paper_compare import same_model
+
+    assert same_model(paper, run) is same

@@ -115,7 +115,7 @@ def _note(run: Run, paper_table: PaperTable, model: str, settings: PaperSettings
     """The table's note: the unit, then which settings of the paper's run differ from this run's."""
     parts = ["difference = this run − paper, in umni's unit" + ("" if paper_table.scale == 1 else f" (the paper's values × {paper_table.scale:g})")]
     differs = [f"{role}: the paper's {theirs}, this run's {ours or 'none bound'}"
-               for role, theirs in settings.roles.items() if not _same_model(theirs, ours := _role_model(run.summary, role))]
+               for role, theirs in settings.roles.items() if not same_model(theirs, ours := _role_model(run.summary, role))]
     differs += [f"{name}: the paper's {_options_text(want)}, this run's {have}" for name, want, have in _differing_options(run.summary, options)]
     bound = {role: run.summary.bindings.get(role) for role in settings.one_model}
     if len(set(bound.values())) > 1:
@@ -160,14 +160,26 @@ def _role_model(summary: Summary, role: str) -> str | None:
     return summary.bindings.get(role)
 
 
-def _squash(name: str) -> str:
-    return re.sub(r"[^a-z0-9]", "", name.casefold())
+#: What may follow a paper's model name in a model id and still name that model: a date or version
+#: number, or a release tag (``gpt-4o-2024-08-06``, ``Qwen2.5-VL-72B-Instruct``, ``gemini-3-pro-preview``).
+_RELEASE_TAG = re.compile(r"(\d[\d-]*|latest|preview|instruct|chat|hf)(-(\d[\d-]*|latest|preview|instruct|chat|hf))*")
 
 
-def _same_model(paper: str, run: str | None) -> bool:
-    """Whether the run's model id names the paper's model (``openai/gpt-4o-2024-08-06`` is GPT-4o):
-    the paper's name, letters and digits alone, inside the run's."""
-    return run is not None and bool(_squash(paper)) and _squash(paper) in _squash(run)
+def _canonical(name: str) -> str:
+    return re.sub(r"[\s_.\-]+", "-", name.casefold()).strip("-")
+
+
+def same_model(paper: str, run: str | None) -> bool:
+    """Whether the run's model id names the paper's model: its last path part (a spec's query left
+    out) is the paper's name, separators aside, maybe followed by a release tag; ``gpt-4o-mini`` is
+    not GPT-4o."""
+    if run is None:
+        return False
+    wanted, have = _canonical(paper), _canonical(run.split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1])
+    if not wanted or not have.startswith(wanted):
+        return False
+    rest = have[len(wanted):]
+    return rest == "" or (rest.startswith("-") and _RELEASE_TAG.fullmatch(rest[1:]) is not None)
 
 
 def _run_settings(summary: Summary) -> str:
