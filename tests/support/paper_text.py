@@ -26,9 +26,11 @@ SPAN = 40
 def paper_lines(protocol: str) -> list[str]:
     """The paper's text as lines; skips the calling test when the texts are not here."""
     value = os.environ.get(SETTING)
-    path = (Path(value).resolve() if value else bench_data_root().parent / "seeds") / TEXTS[protocol]
-    if not path.exists():
-        pytest.skip(f"paper texts absent from {path.parent} ({SETTING}): {path.name}")
+    folder = Path(value).resolve() if value else bench_data_root().parent / "seeds"
+    path = folder / TEXTS[protocol]
+    if not path.exists():  # one reason for every such skip, so that pytest -ra shows them as one line
+        absent = [name for name in TEXTS.values() if not (folder / name).exists()]
+        pytest.skip(f"paper texts absent from {folder} ({SETTING}): {', '.join(absent)}")
     return path.read_text(encoding="utf-8").splitlines()
 
 
