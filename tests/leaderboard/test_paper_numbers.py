@@ -4,6 +4,8 @@ protocol's paper layout shows, and a run's label finds its model by name, alias 
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tests.support.paper_text import find_rows, paper_lines
@@ -93,3 +95,19 @@ def test_genius_rows_keep_the_papers_interleaved_column_as_the_input_format():
     first = {c.model.printed: c.options for c in numbers.cells_of("Bagel") + numbers.cells_of("GPT-Image")}
     assert first == {"Bagel": {"input_format": ["interleaved", "fine_grained"]}, "GPT-Image": {"input_format": "edit"}}
     assert {numbers.table_settings(t).roles["judge"] for t in numbers.tables} == {"Gemini-3-Pro", "Qwen2.5-VL-72B"}
+
+
+def test_a_broken_paper_file_is_one_line_naming_the_file_and_the_field(tmp_path):
+    from umni.util.errors import ConfigError
+
+    good = _numbers("wise").model_dump()
+    good["tables"][0]["rows"][0]["values"].append(0.5)  # eight values for seven columns
+    path = tmp_path / "paper.json"
+    path.write_text(json.dumps(good))
+    with pytest.raises(ConfigError, match=r"paper\.json: tables\.0: Value error, Table 1: row 'FLUX\.1-dev' has 8 values for 7 columns"):
+        load_paper_numbers(path)
+    good["tables"][0]["rows"][0]["values"].pop()
+    good["tables"][0]["columns"][0]["key"] = None
+    path.write_text(json.dumps(good))
+    with pytest.raises(ConfigError, match="every metric heading needs the umni score key it is"):
+        load_paper_numbers(path)

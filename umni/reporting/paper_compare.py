@@ -18,10 +18,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from umni.protocols.paper import PaperCell, PaperNumbers, PaperSettings, PaperTable, load_paper_numbers
+from umni.protocols.protocol import get_protocol
 from umni.reporting.intervals import flatten_scores, run_intervals
 from umni.reporting.runset import Run, as_number
 from umni.reporting.tables import Cell, Row, Table
 from umni.store.runfolder import Summary
+from umni.util.errors import ConfigError
 
 COLUMNS = ["paper", "this run", "difference"]
 
@@ -36,9 +38,6 @@ class PaperComparison:
 
 def paper_numbers_of(protocol_name: str) -> PaperNumbers | None:
     """The protocol's stored paper numbers (None: the protocol stores none, or is not installed)."""
-    from umni.protocols.protocol import get_protocol
-    from umni.util.errors import ConfigError
-
     try:
         path = get_protocol(protocol_name).paper_numbers
     except ConfigError:
@@ -68,9 +67,9 @@ def compare_with_papers(runs: Iterable[Run]) -> PaperComparison:
             done.lines.append(f"{run.label}: no model of the {protocol} paper is called '{label}'; "
                               f"the paper's models: {', '.join(numbers.model_names())}")
             continue
-        by_table: dict[str, list[PaperCell]] = {}
+        by_table: dict[tuple[str, str], list[PaperCell]] = {}  # a label two rows answer to: a table each
         for cell in cells:
-            by_table.setdefault(cell.table.id, []).append(cell)
+            by_table.setdefault((cell.table.id, cell.model.printed), []).append(cell)
         for table_cells in by_table.values():
             made = _table(run, numbers, table_cells)
             if isinstance(made, str):
