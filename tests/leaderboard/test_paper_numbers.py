@@ -111,3 +111,32 @@ def test_a_broken_paper_file_is_one_line_naming_the_file_and_the_field(tmp_path)
     path.write_text(json.dumps(good))
     with pytest.raises(ConfigError, match="every metric heading needs the umni score key it is"):
         load_paper_numbers(path)
+
+
+#: Values the papers' prose states too, a check independent of reading the tables' lines:
+#: (protocol, model, score key, value, the sentence's words).
+PROSE = [
+    ("umnibench", "Bagel-Think", "overall", 77.85, "achieves the highest aggregate performance (77.85)"),
+    ("umnibench", "Ovis-U1", "overall", 77.45, "Ovis-U1 attains comparable overall results (77.45)"),
+    ("umnibench", "Lumina-DiMOO", "overall", 51.90, "Lumina-DiMOO’s score (51.90)"),
+    ("umnibench", "Bagel-Think", "domains/Fluid", 68.05, "Fluid (71.01 vs. 68.05)"),
+    ("umnibench", "UniPic2", "domains/Animal", 79.79, "Animal (79.79)"),
+    ("genius", "Nano Banana Pro", "overall", 57.19, "achieves an overall score of only 57.19"),
+    ("genius", "Bagel", "overall", 26.74, "scoring a mere 26.74"),
+    ("aegis", "Gemini Nano Banana", "main_table/understanding/STEM", 64.5, "STEM understanding (64.5) and generation (42.6)"),
+    ("aegis", "Gemini Nano Banana", "main_table/generation/STEM", 42.6, "STEM understanding (64.5) and generation (42.6)"),
+    ("aegis", "Bagel-7B w/o CoT", "overall", 18.5, "the overall performance improves from 18.5 to 22.3"),
+    ("aegis", "Bagel-7B w. CoT", "overall", 22.3, "the overall performance improves from 18.5 to 22.3"),
+    ("girbench", "Gemini-2.5-Flash-Image", "metrics/numerical/score", 0.362, "the highest score is just 0.362"),
+    ("girbench", "BAGEL-7B w/ CoT", "metrics/numerical/score", 0.249, "(0.249 vs. 0.057)"),
+    ("girbench", "BAGEL-7B", "metrics/numerical/score", 0.057, "(0.249 vs. 0.057)"),
+]
+
+
+@pytest.mark.parametrize(("protocol", "model", "key", "value", "words"), PROSE)
+def test_values_the_papers_prose_states_match_the_stored_ones(protocol, model, key, value, words):
+    assert words in "\n".join(paper_lines(protocol))
+    numbers = _numbers(protocol)
+    main_tables = [t for t in numbers.tables if t.settings is None]  # not an appendix's other judge
+    stored = {c.value for c in numbers.cells_of(model) if c.key == key and c.model.printed == model and c.table in main_tables}
+    assert stored == {value}
