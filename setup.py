@@ -23,6 +23,6 @@ CASE_DATA = ["**/*.json", "**/*.jsonl", "**/*.png", "**/*.jpg", "**/*.md"]
 setup(
     packages=packages(),
     package_dir=dict(FOLDERS),
-    package_data={"umni_cases": CASE_DATA, "umni.reporting": ["templates/*", "viewer_static/*"]},
+    package_data={"umni_cases": CASE_DATA, "umni.reporting": ["templates/*", "viewer_static/*"], "umni_graphs": ["*/paper.json"]},
     include_package_data=True,
 )

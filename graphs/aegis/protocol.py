@@ -32,6 +32,7 @@ class Aegis(Protocol[AegisCase, AegisOptions, AegisResult, AegisScores]):
     title = "AEGIS world-knowledge checklist evaluation"
     roles = (UNDERSTAND, GENERATE, EDIT, JUDGE)
     Options = AegisOptions
+    paper_numbers = Path(__file__).with_name("paper.json")
 
     def judgements(self, record: AegisResult) -> dict[str, float | None]:
         return checklist_score(record)

@@ -34,6 +34,7 @@ class Genius(Protocol[GeniusTask, GeniusOptions, GeniusResult, GeniusScores]):
     title = "GENIUS generative fluid intelligence"
     roles = (GENERATE, JUDGE)
     Options = GeniusOptions
+    paper_numbers = Path(__file__).with_name("paper.json")
 
     def case_schema(self) -> dict[str, Any]:
         return case_schema()

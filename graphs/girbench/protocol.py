@@ -66,6 +66,7 @@ class GirBench(Protocol[GirCase, GirOptions, GirRecord, GirScores]):
     title = "GIR-Bench: reasoning-centric generation and editing"
     roles = ALL_ROLES
     Options = GirOptions
+    paper_numbers = Path(__file__).with_name("paper.json")
 
     def bundled_cases(self) -> Path:
         from umni_cases import bundled

@@ -33,6 +33,7 @@ class UmniBench(Protocol[UmniCase, UmniOptions, UmniRecord, UmniScores]):
     title = "UmniBench self-evaluation"
     roles = (GENERATE, EDIT, UNDERSTAND)
     Options = UmniOptions
+    paper_numbers = Path(__file__).with_name("paper.json")
 
     def bundled_cases(self) -> Path:
         from umni_cases import bundled

@@ -32,6 +32,7 @@ class Wise(Protocol[WiseCase, WiseOptions, WiseRecord, WiseScores]):
     title = "WISE world-knowledge text-to-image"
     roles = (GENERATE, JUDGE)
     Options = WiseOptions
+    paper_numbers = Path(__file__).with_name("paper.json")
 
     def case_schema(self) -> dict[str, Any]:
         return prompt_file_schema()

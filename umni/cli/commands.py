@@ -41,6 +41,7 @@ def run_config_from_args(args: argparse.Namespace) -> Any:
         "ray": getattr(args, "ray", None),
         "seed": args.seed,
         "options": dict(args.option) or None,
+        "label": getattr(args, "label", None),
         "max_attempts": args.max_attempts,
         "retry_budget": args.retry_budget,
         "call_timeout": args.call_timeout,
@@ -220,7 +221,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:
-    from umni.reporting.leaderboard import build_tables, find_runs, long_csv, write_leaderboard
+    from umni.reporting.leaderboard import build_tables, find_runs, label_runs, long_csv, write_leaderboard
     from umni.reporting.tables import tables_csv
 
     if args.paired:
@@ -230,6 +231,13 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     if args.group is not None:
         order = [g.strip() for g in args.group.split(",") if g.strip()]
         tables = [t.grouped(order) for t in tables]
+    if args.compare_paper:
+        from umni.reporting.paper_compare import compare_with_papers
+
+        compared = compare_with_papers(label_runs(runs))
+        tables += compared.tables
+        for line in compared.lines:
+            print(line, file=sys.stderr)
     if args.out:
         paths = write_leaderboard(tables, args.out, tidy=tables if args.layout == "tidy" else build_tables(runs, layout="tidy"), plain=args.plain)
         print("\n".join(f"{kind}: {path}" for kind, path in paths.items()))

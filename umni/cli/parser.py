@@ -51,6 +51,8 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
                    "running one or starts a local one on 127.0.0.1; the cache and run directory stay here")
     p.add_argument("--seed", type=int, help="run seed (default 0)")
     p.add_argument("--option", action="append", default=[], type=_key_value, metavar="KEY=VALUE", help="protocol option (repeatable)")
+    p.add_argument("--label", metavar="NAME", help="the name tables show for the run (summary.json's label): a paper's model name "
+                   "sets the run beside the paper's row with leaderboard --compare-paper; a prefix before '/' groups it with --group")
     p.add_argument("--max-attempts", type=int, help="tries per call for retryable errors, >= 1 (default 5)")
     p.add_argument("--retry-budget", type=float, help="seconds one call may spend retrying, > 0 (default 600)")
     p.add_argument("--call-timeout", type=float, help="seconds one attempt may take before it is retried, > 0 (default 3600)")
@@ -94,6 +96,9 @@ def build_parser() -> argparse.ArgumentParser:
     board.add_argument("--group", nargs="?", const="", metavar="G1,G2,…",
                        help="group the runs by the prefix of their labels before the first '/' (a run labelled Und/x is x under Und), "
                        "as papers group models by type; groups in the order given, then as they come")
+    board.add_argument("--compare-paper", action="store_true",
+                       help="set each run labelled as one of its paper's models (umni run --label) beside the paper's own row: the paper's "
+                       "value, this run's and the difference per column, and which settings of the paper's run differ from this run's")
     board.add_argument("--paired", action="store_true",
                        help="the headline difference of every pair of runs of one protocol on the cases both hold, with a 95 %% paired "
                        "bootstrap interval and a paired permutation test; over more than two runs a matrix with Holm-adjusted p-values")

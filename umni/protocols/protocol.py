@@ -92,6 +92,9 @@ class Protocol(ABC, Generic[CaseT, OptionsT, RecordT, ScoresT]):
     #: The options model, the class `OptionsT` names (a class variable cannot name a type
     #: variable, so `parse_options` is the one place that states the two are the same).
     Options: ClassVar[type[BaseModel]] = NoOptions
+    #: The numbers the protocol's paper reports, as data (`umni.protocols.paper.PaperNumbers`):
+    #: ``leaderboard --compare-paper`` sets a labelled run beside its paper row. None: none stored.
+    paper_numbers: ClassVar[Path | None] = None
 
     @abstractmethod
     def bundled_cases(self) -> Path: ...

@@ -50,6 +50,8 @@ class RunConfig(BaseModel):
     )
     seed: int = 0
     options: dict[str, Any] = Field(default_factory=dict)
+    label: str | None = Field(default=None, description="the name tables show for the run (a paper's model name for "
+                              "leaderboard --compare-paper; a prefix before '/' groups it in leaderboard --group)")
     max_attempts: int = Field(default=5, description="tries per call for retryable errors (>= 1)")
     retry_budget: float = Field(default=600.0, description="seconds one call may spend retrying (> 0)")
     call_timeout: float | None = Field(default=3600.0, description="seconds one attempt may take (> 0)")
@@ -95,6 +97,13 @@ class RunConfig(BaseModel):
         if value is not None and not 0.0 <= value <= 1.0:
             raise ValueError(f"--fail-on-error must be a share between 0 and 1 (got {value})")
         return value
+
+    @field_validator("label")
+    @classmethod
+    def _label(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("--label must name the run (got an empty label)")
+        return None if value is None else value.strip()
 
     @field_validator("cache", "blobs", mode="before")
     @classmethod

@@ -188,6 +188,7 @@ async def evaluate_async(
         taken = _cases_taken(request, case_set, cases, shard)
         summary = build_summary(protocol, options, case_set, bindings, records, stats, done_before, time.time() - started, taken)
         servers.add_to(summary)
+        summary.label = request.label or _label_before(run_dir.files)
         _account(summary, prices, run_dir, lineage, stats.nodes_by_role())
         run_dir.finish(protocol, summary, records, store.blobs, cases=positions.keys())
         run_dir.events.emit("run.end", counts=summary.counts.model_dump(), failures=summary.failures)
@@ -328,6 +329,16 @@ def _runner(
         frozen_roles=frozen_roles,
         phase=frozenset(request.phase) if request.phase else None,
     )
+
+
+def _label_before(folder: RunFolder) -> str | None:
+    """The label the run's summary.json holds: a resume without --label keeps the run's name."""
+    if not folder.summary_json.exists():
+        return None
+    try:
+        return folder.read_summary().label
+    except InputError:  # an unreadable summary is rewritten by this invocation; it names nothing
+        return None
 
 
 def _account(

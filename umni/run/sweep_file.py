@@ -13,6 +13,7 @@ Re-running a sweep file resumes every run; adding a model runs only the new work
       - {}
       - {understand: "sim/umm?skill=0.5"}
     seeds: [0]
+    labels: {sim/umm: Baseline}   # the name tables show for a model's runs (umni run --label)
     options: {umnibench: {ability: full}}
     cases: {umnibench: path/to/cases.jsonl}
     limit: 10
@@ -74,6 +75,8 @@ class SweepFile(BaseModel):
     ray: str | None = None
     #: Ray placement of a model or role binding, keyed by its spec as written in `models:` / `roles:`
     placement: dict[str, Placement] = Field(default_factory=dict)
+    #: the label of each model's runs (`umni run --label`), keyed by its spec as written in `models:`
+    labels: dict[str, str] = Field(default_factory=dict)
     #: retry settings of every run (as `umni run --max-attempts/--retry-budget/--call-timeout`)
     max_attempts: int | None = None
     retry_budget: float | None = None
@@ -103,6 +106,10 @@ def load_sweep(path: Path) -> SweepFile:
     sweep.cases = {k: (v if v.is_absolute() else base / v) for k, v in sweep.cases.items()}
     if sweep.out is None:
         sweep.out = Path("runs") / f"sweep-{sweep.name or path.stem}"
+    unknown = sorted(set(sweep.labels) - {m for m in sweep.models if m is not None})
+    if unknown:
+        raise InputError(f"{', '.join(map(repr, unknown))}: not a spec listed under `models:`; key each label by the spec as written there",
+                         path=path, field="labels")
     if sweep.placement:
         written = {m for m in sweep.models if m is not None} | {s for roles in sweep.roles for s in roles.values()}
         check_placement(sweep.placement, written, path)
@@ -153,6 +160,7 @@ def run_settings(sweep: SweepFile) -> list[tuple[dict[str, Any], str]]:
             "ray": sweep.ray,
             "seed": seed,
             "options": dict(sweep.options.get(protocol, {})) or None,
+            "label": sweep.labels.get(model) if model is not None else None,
             "max_attempts": sweep.max_attempts,
             "retry_budget": sweep.retry_budget,
             "call_timeout": sweep.call_timeout,
