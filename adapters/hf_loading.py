@@ -232,7 +232,7 @@ def _load_uncached(source: ModelSource, kind: str, device: str, dtype: str) -> L
         EMBEDDER: transformers.AutoModel,
     }[kind]
     processor_class = transformers.AutoImageProcessor if kind == EMBEDDER else transformers.AutoProcessor
-    where = {"revision": source.load_revision} if source.load_revision else {}
+    where: dict[str, Any] = {"revision": source.load_revision} if source.load_revision else {}
     try:
         model = model_class.from_pretrained(source.name, dtype=getattr(torch, dtype), **where)
         processor = processor_class.from_pretrained(source.name, **where)
