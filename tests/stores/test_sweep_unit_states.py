@@ -66,6 +66,24 @@ def test_a_failed_unit_reads_failed_with_its_error_and_runs_again(tmp_path: Path
     assert record_of(tmp_path, "u00000")["state"] == "done" and "error" not in record_of(tmp_path, "u00000")
 
 
+def test_a_unit_whose_task_is_stopped_reads_failed(tmp_path: Path) -> None:
+    """SIGTERM (a Slurm time limit, scancel) while a unit runs: its record says it was stopped, not
+    `running` until it reads stale."""
+    path = sweep_file(tmp_path, limit=20)
+    path.write_text(path.read_text().replace('"sim/umm?skill=0.5"', '"sim/umm?latency=0.5"'))
+    record = tmp_path / "out" / "units" / "u00001.json"
+    task = subprocess.Popen([sys.executable, "-m", "umni", "sweep", str(path), "--shard", "2/2"], stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while not (record.is_file() and record_of(tmp_path, "u00001")["state"] == "running") and time.time() < deadline:
+        time.sleep(0.2)
+    time.sleep(1.0)  # some nodes under way
+    task.terminate()
+    _, err = task.communicate(timeout=120)
+    assert task.returncode == 1 and "terminated (SIGTERM)" in err and "Traceback" not in err
+    stopped = record_of(tmp_path, "u00001")
+    assert stopped["state"] == "failed" and stopped["error"].startswith("stopped before it finished")
+
+
 def test_a_failed_units_error_line_keeps_no_secret() -> None:
     from umni.util.secrets import error_line
 
@@ -123,14 +141,14 @@ def test_the_viewer_shows_a_malformed_unit_record_rather_than_a_500(tmp_path: Pa
 
 def test_a_unit_whose_finish_holds_the_event_loop_keeps_beating(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The finish (summary, tables, report) runs on the event loop; here it is made to hold the loop
-    for eight heartbeats, and the unit reads running throughout, not stale."""
-    monkeypatch.setattr(units, "HEARTBEAT_S", 0.25)
-    monkeypatch.setattr("umni.run.status.HEARTBEAT_S", 0.25)
+    for seven heartbeats, and the unit reads running throughout, not stale."""
+    monkeypatch.setattr(units, "HEARTBEAT_S", 0.4)
+    monkeypatch.setattr("umni.run.status.HEARTBEAT_S", 0.4)
     seen: list[str] = []
     build_summary = evaluation.build_summary
 
     def slow_summary(*args: Any, **kwargs: Any) -> Any:
-        time.sleep(2.0)  # holds the loop, as a long report does
+        time.sleep(3.0)  # holds the loop, as a long report does
         seen.append(status_of(tmp_path / "out").items[0]["state"])
         return build_summary(*args, **kwargs)
 
@@ -141,20 +159,22 @@ def test_a_unit_whose_finish_holds_the_event_loop_keeps_beating(tmp_path: Path, 
 
 
 def test_a_task_of_another_split_touches_no_record(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    path = sweep_file(tmp_path)
+    path = sweep_file(tmp_path, extra="shards: 2\n")  # 2 runs x 2 case shards: 4 units
     assert main(["sweep", str(path), "--emit", "slurm"]) == 0
     folder = tmp_path / "out" / "units"
-    live = {**plan_of(tmp_path)[0], "state": "running", "host": "node7", "pid": 12, "heartbeat": time.time(), "part": "1/2"}
-    (folder / "u00000.json").write_text(json.dumps(live))  # task 1/2 of the array is running unit 0
+    live = {**plan_of(tmp_path)[0], "state": "running", "host": "node7", "pid": 12, "heartbeat": time.time(), "part": "1/4"}
+    (folder / "u00000.json").write_text(json.dumps(live))  # task 1/4 of the array is running unit 0
     before = snapshot(folder)
     capsys.readouterr()
     assert main(["sweep", str(path), "--shard", "1/3"]) == 2
     err = capsys.readouterr().err
-    assert "--shard 1/3" in err and "I/2" in err and "u00000" in err and len(err.strip().splitlines()) == 1
+    assert "--shard 1/3" in err and "I/4" in err and "u00000" in err and len(err.strip().splitlines()) == 1
     assert snapshot(folder) == before and not (tmp_path / "out" / "umnibench").exists()
+    assert main(["sweep", str(path), "--shard", "4/5"]) == 2  # 5 tasks for 4 units: an array made for another plan
+    assert "this sweep has 4 units" in capsys.readouterr().err and snapshot(folder) == before
     (folder / "u00000.json").write_text(json.dumps({**live, "heartbeat": time.time() - 3600}))  # that task is gone
-    assert main(["sweep", str(path), "--shard", "1/3"]) == 0
-    assert record_of(tmp_path, "u00000")["state"] == "done"
+    assert main(["sweep", str(path), "--shard", "1/1"]) == 0  # another split takes over
+    assert record_of(tmp_path, "u00000")["state"] == "done" and record_of(tmp_path, "u00000")["part"] == "1/1"
 
 
 def test_a_task_whose_sweep_file_was_edited_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

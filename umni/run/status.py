@@ -3,8 +3,9 @@
 For a sweep folder: each work unit is done, running (with the age of its heartbeat; stale when it
 is older than three heartbeats, so its process is likely gone), failed (with its error's line) or
 pending, with the totals of the finished units; a unit whose record does not read is `unreadable`,
-its line naming the file and what to do (`umni status` then exits 2). For a run directory: the run and each of its shard directories, with the cases
-finished in its ``run.db`` and the age of its last event. For a result store (a cache directory,
+its line naming the file and what to do (`umni status` then exits 2). For a run directory: the
+run and each of its shard directories, with the cases finished in its ``run.db`` and the age of
+its last event. For a result store (a cache directory,
 a .db file, ``postgresql://``): its results per kind, the processes that wrote them (writing when
 the last write is younger than three heartbeats) and its blobs (`umni.store.census`). Nothing is
 changed and no lock is taken. `Status.to_json` is what the viewer's status page shows.

@@ -206,7 +206,10 @@ def _mark_failed(book: UnitBook, unit: Unit, claim: Held, error: BaseException, 
     except UmniError:
         return
     failure: UnitUpdate = {**mine, "error": _failure_line(error)}
-    book.mark(unit, "failed", **failure)
+    try:
+        book.mark(unit, "failed", **failure)
+    except OSError:  # the record cannot be written either (a full disk): it reads stale, and the error is raised
+        pass
 
 
 def _failure_line(error: BaseException) -> str:

@@ -250,31 +250,42 @@ class UnitBook:
         every check that refuses it, so a refused task changes no file: each record must read, the
         file's settings must be those planned (a changed sweep goes to a new ``out:``; a job script
         may replace the plan while no unit has a record), and `part` must split the units as the
-        tasks still running do (another N deals them otherwise)."""
+        tasks still running do (another N deals them otherwise) into no more tasks than units."""
         plan = self.plan()
-        records = self.records()
+        records = self.records()  # each must read
         if plan is not None and plan.fingerprint is not None and plan.fingerprint != fingerprint(settings):
             if part is not None or records:
-                assert plan.settings is not None
-                changed = sorted(k for k in {*plan.settings, *settings} if plan.settings.get(k) != settings.get(k))
-                raise InputError(
-                    f"{', '.join(changed)} changed since this sweep's units were planned ({self.plan_json}): to start "
-                    f"a new sweep, give the file a new `out:` (finished work still comes from the store); to go on "
-                    f"with this one, set {'it' if len(changed) == 1 else 'them'} back as the plan's 'settings' record",
-                    path=sweep_file,
-                )
+                raise self._changed(plan, settings, sweep_file)
         if part is not None:
-            now = time.time()
-            others = {n: r for n, r in records.items() if r.state == "running" and not r.stale(now) and r.split() not in (None, part.count)}
-            if others:
-                splits = sorted({str(r.part) for r in others.values()})
-                raise InputError(
-                    f"--shard {part}: unit(s) {', '.join(sorted(others))} are running in sweep shard(s) "
-                    f"{', '.join(splits)}, which split the units otherwise; give --shard I/{others[min(others)].split()} "
-                    f"as they do, or start this split once they are done (or stale)",
-                )
+            self._check_split(part, len(units), records)
         if plan is None or plan.fingerprint != fingerprint(settings) or [u.describe() for u in units] != plan.units:
             self.write_plan(units, settings)
+
+    def _changed(self, plan: UnitPlan, settings: dict[str, JsonValue], sweep_file: Path) -> InputError:
+        old = plan.settings or {}
+        changed = sorted(k for k in {*old, *settings} if old.get(k) != settings.get(k))
+        return InputError(
+            f"{', '.join(changed)} changed since this sweep's units were planned ({self.plan_json}): to start "
+            f"a new sweep, give the file a new `out:` (finished work still comes from the store); to go on "
+            f"with this one, set {'it' if len(changed) == 1 else 'them'} back as the plan's 'settings' record",
+            path=sweep_file,
+        )
+
+    @staticmethod
+    def _check_split(part: Shard, units: int, records: dict[str, UnitRecord]) -> None:
+        if part.count > units:
+            raise InputError(
+                f"--shard {part}: this sweep has {units} units, fewer than {part.count} tasks: the array was made "
+                f"for another plan; write its script again (umni sweep FILE --emit slurm) and submit that",
+            )
+        now = time.time()
+        others = {n: r for n, r in records.items() if r.state == "running" and not r.stale(now) and r.split() not in (None, part.count)}
+        if others:
+            raise InputError(
+                f"--shard {part}: unit(s) {', '.join(sorted(others))} are running in sweep shard(s) "
+                f"{', '.join(sorted({str(r.part) for r in others.values()}))}, which split the units otherwise; "
+                f"give --shard I/{others[min(others)].split()} as they do, or start this split once they are done (or stale)",
+            )
 
     def is_done(self, unit: Unit) -> bool:
         record = self.record(unit.name)
