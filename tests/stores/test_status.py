@@ -38,7 +38,7 @@ def test_a_split_sweep_shows_each_unit(tmp_path: Path, capsys: pytest.CaptureFix
     assert len(ran) == 2
     assert out[stale].startswith(f"u{stale:05d}  stale") and "heartbeat 600s ago on node7 pid 12" in out[stale]
     assert out[pending].startswith(f"u{pending:05d}  pending")
-    assert out[8] == "2 done, 0 running, 1 stale, 5 pending"
+    assert out[8] == "2 done, 0 running, 1 stale, 0 failed, 5 pending"
     assert out[9].startswith("finished: ") and "computed" in out[9]
 
 

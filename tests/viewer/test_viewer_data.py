@@ -374,7 +374,7 @@ def test_the_status_page_follows_a_split_sweep_as_its_units_finish(tmp_path):
     book = UnitBook(out)
     units = work_units(load_sweep(split))
     book.write_plan(units)
-    book.mark(units[3], "running", part="2/4")
+    book.mark(units[3], "running", part="1/1")  # a task of the split below (another split would be refused)
     def reader(path):
         return status_of(path).to_json()
 
@@ -387,7 +387,7 @@ def test_the_status_page_follows_a_split_sweep_as_its_units_finish(tmp_path):
         ctype, page = get(base + "/")  # nothing finished yet: the status page, not an error
         assert ctype.startswith("text/html") and b"/api/status" in page
         (entry,) = json.loads(get(base + "/api/status")[1])
-        assert entry["kind"] == "sweep" and entry["counts"] == {"done": 0, "running": 1, "stale": 0, "pending": 7}
+        assert entry["kind"] == "sweep" and entry["counts"] == {"done": 0, "running": 1, "stale": 0, "failed": 0, "pending": 7}
         running = entry["items"][3]
         assert running["name"] == "u00003" and running["state"] == "running" and 0 <= running["age"] < 30
         assert main(["sweep", str(split), "--shard", "1/1"]) == 0  # every unit runs; the page sees it on its next refresh

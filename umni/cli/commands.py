@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from umni.cli.parser import EXIT_FAILURES, EXIT_OK, invoked_as
+from umni.cli.parser import EXIT_FAILURES, EXIT_INPUT, EXIT_OK, invoked_as
 from umni.util.errors import InputError
 
 if TYPE_CHECKING:
@@ -217,7 +217,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"{status.totals_label}: " + ", ".join(f"{value} {key}" for key, value in status.totals.items()))
     for note in status.notes:
         print(note)
-    return EXIT_OK
+    return EXIT_INPUT if status.counts.get("unreadable") else EXIT_OK
 
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:

@@ -1,9 +1,11 @@
 """`umni status DIR`: where a split evaluation stands, read from the files its processes write.
 
 For a sweep folder: each work unit is done, running (with the age of its heartbeat; stale when it
-is older than three heartbeats, so its process is likely gone) or pending, with the totals of the
-finished units. For a run directory: the run and each of its shard directories, with the cases
-finished in its ``run.db`` and the age of its last event. For a result store (a cache directory,
+is older than three heartbeats, so its process is likely gone), failed (with its error's line) or
+pending, with the totals of the finished units; a unit whose record does not read is `unreadable`,
+its line naming the file and what to do (`umni status` then exits 2). For a run directory: the
+run and each of its shard directories, with the cases finished in its ``run.db`` and the age of
+its last event. For a result store (a cache directory,
 a .db file, ``postgresql://``): its results per kind, the processes that wrote them (writing when
 the last write is younger than three heartbeats) and its blobs (`umni.store.census`). Nothing is
 changed and no lock is taken. `Status.to_json` is what the viewer's status page shows.
@@ -17,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from umni.run.units import HEARTBEAT_S, UnitBook, UnitRecord
+from umni.run.units import HEARTBEAT_S, UnitBook
 from umni.store.census import is_store, take_census
 from umni.store.runfolder import RunFolder, Summary
 from umni.store.urls import check_results, is_url
@@ -79,25 +81,37 @@ def _store_status(location: str | Path, blobs: str | None, now: float) -> Status
 
 def _sweep_status(path: Path, now: float) -> Status:
     book = UnitBook(path)
-    status = Status(counts={"done": 0, "running": 0, "stale": 0, "pending": 0})
+    status = Status(counts={"done": 0, "running": 0, "stale": 0, "failed": 0, "pending": 0})
     for unit in book.read_plan():
-        record: UnitRecord | dict[str, Any] = book.record(unit["unit"]) or {}
-        state = record.get("state", "pending")
+        try:
+            record = book.record(unit["unit"])
+        except InputError as error:  # shown on its line, naming the file and what to do; the others still are
+            status.counts["unreadable"] = status.counts.get("unreadable", 0) + 1
+            status.add(unit["unit"], "unreadable", error.describe())
+            continue
         where = unit["out"] + (f" (shard {unit['shard']})" if unit.get("shard") else "")
-        if state == "running":
-            age = now - float(record.get("heartbeat", 0))
-            state = "stale" if age > 3 * HEARTBEAT_S else "running"
-            where += f", heartbeat {age:.0f}s ago on {record.get('host')} pid {record.get('pid')}"
-            where += f" (sweep shard {record['part']})" if record.get("part") else ""
-            if record.get("slurm_job"):
-                where += f" (Slurm job {record['slurm_job']})"
-        elif state == "done":
-            where += f" by sweep shard {record['part']}" if record.get("part") else ""
-            for key, value in (record.get("counts") or {}).items():
+        state = "pending" if record is None else "stale" if record.stale(now) else record.state
+        if record is not None and record.state in ("running", "failed"):
+            if record.state == "failed":
+                where += f", failed: {record.error or 'no error recorded'}; {now - record.heartbeat:.0f}s ago"
+            else:
+                where += f", heartbeat {now - record.heartbeat:.0f}s ago"
+            where += f" on {record.host} pid {record.pid}"
+            where += f" (sweep shard {record.part})" if record.part else ""
+            where += f" (Slurm job {record.slurm_job})" if record.slurm_job else ""
+        elif record is not None and record.state == "done":
+            where += f" by sweep shard {record.part}" if record.part else ""
+            for key, value in (record.counts or {}).items():
                 if isinstance(value, int):
                     status.totals[key] = status.totals.get(key, 0) + value
         status.counts[state] = status.counts.get(state, 0) + 1
-        status.add(unit["unit"], state, where, now - float(record["heartbeat"]) if record.get("heartbeat") else None)
+        status.add(unit["unit"], state, where, None if record is None else now - record.heartbeat)
+    lost = status.counts["stale"] + status.counts["failed"]
+    if lost:
+        status.notes.append(
+            f"{lost} unit(s) stale or failed: once the cause is fixed, submit the sweep's tasks again "
+            f"(units done are skipped, these run again)"
+        )
     return status
 
 

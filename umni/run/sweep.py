@@ -22,12 +22,13 @@ from umni.run.config import RunConfig, build_config
 from umni.run.evaluation import RunResult, default_cache_dir, evaluate_async, prepare
 from umni.run.preflight import preflight
 from umni.run.slurm import connection_note, slurm_script
-from umni.run.sweep_file import SweepFile, expand, load_sweep, run_settings, unit_request, work_units
+from umni.run.sweep_file import SweepFile, expand, load_sweep, planned_settings, run_settings, unit_request, work_units
 from umni.run.turns import needed_backends, take_turns
-from umni.run.units import HEARTBEAT_S, Unit, UnitBook, select, unit_weights
+from umni.run.units import HEARTBEAT_S, Heartbeat, Unit, UnitBook, UnitUpdate, select, unit_weights
 from umni.store.cache import Cache
 from umni.store.locks import Held, exclusive
 from umni.util.errors import InputError, StorageError, UmniError
+from umni.util.secrets import error_line
 from umni.util.sharding import Shard, parse_shard
 from umni.util.stopping import run_async
 
@@ -129,7 +130,7 @@ def run_sweep_shard(path: Path, part_text: str, *, warn: Callable[[str], None] |
     units = work_units(sweep)
     assert sweep.out is not None
     book = UnitBook(sweep.out)
-    book.write_plan(units)
+    book.begin(units, planned_settings(sweep), path, part)  # a refused task writes nothing
     weights = unit_weights(units, expand(sweep)) if part.count < len(units) else None
     mine = select(units, part, weights)
     todo = [u for u in mine if not book.is_done(u)]
@@ -166,11 +167,17 @@ async def _run_units(
         try:
             if book.is_done(unit):  # finished by another process between the deal and the claim
                 return
-            book.mark(unit, "running", started=time.time(), part=str(part))
-            async with anyio.create_task_group() as beat:
-                beat.start_soon(_heartbeat, book, unit, str(part), claim)
-                result = await evaluate_async(requests[index], prepared[index], lanes=lanes, cache=cache, close_backends=False)
-                beat.cancel_scope.cancel()
+            mine: UnitUpdate = {"started": time.time(), "part": str(part)}
+            book.mark(unit, "running", **mine)
+            try:
+                async with anyio.create_task_group() as watch:
+                    watch.start_soon(_watch_claim, claim)
+                    with Heartbeat(book, unit, claim, **mine):
+                        result = await evaluate_async(requests[index], prepared[index], lanes=lanes, cache=cache, close_backends=False)
+                    watch.cancel_scope.cancel()
+            except BaseException as error:
+                _mark_failed(book, unit, claim, error, mine)
+                raise
             book.mark(unit, "done", finished=time.time(), counts=result.summary.counts.model_dump(), part=str(part))
             results.append(result)
         finally:
@@ -185,12 +192,41 @@ async def _run_units(
     return results, busy
 
 
-async def _heartbeat(book: UnitBook, unit: Unit, part: str, claim: Held) -> None:
-    started = time.time()
+async def _watch_claim(claim: Held) -> None:
+    """Stop the unit (raise) when its claim was lost across a reconnect: another process runs it."""
     while True:
         await anyio.sleep(HEARTBEAT_S)
-        claim.check()  # a claim lost across a reconnect to another process: stop running the unit
-        book.mark(unit, "running", started=started, part=part)
+        claim.check()
+
+
+def _mark_failed(book: UnitBook, unit: Unit, claim: Held, error: BaseException, mine: UnitUpdate) -> None:
+    """Record why the unit stopped, unless its claim was lost (the record is the new holder's then)."""
+    try:
+        claim.check()
+    except UmniError:
+        return
+    failure: UnitUpdate = {**mine, "error": _failure_line(error)}
+    try:
+        book.mark(unit, "failed", **failure)
+    except OSError:  # the record cannot be written either (a full disk): it reads stale, and the error is raised
+        pass
+
+
+def _failure_line(error: BaseException) -> str:
+    """The line a failed unit's record keeps: the error that stopped it (umni's first, as the CLI
+    reports), or that it was stopped from outside (a signal, a time limit, another unit's failure)."""
+    if isinstance(error, BaseExceptionGroup):
+        errors = [e for e in _leaves(error) if isinstance(e, Exception)]
+        error = _first_umni_error(error) or (errors[0] if errors else error)
+    if isinstance(error, Exception) and not isinstance(error, BaseExceptionGroup):
+        return error_line(error)
+    return "stopped before it finished (the task was interrupted or cancelled, or another of its units failed)"
+
+
+def _leaves(error: BaseException) -> list[BaseException]:
+    if isinstance(error, BaseExceptionGroup):
+        return [leaf for inner in error.exceptions for leaf in _leaves(inner)]
+    return [error]
 
 
 def emit_slurm(path: Path, *, warn: Callable[[str], None] | None = None) -> Path:
@@ -202,7 +238,7 @@ def emit_slurm(path: Path, *, warn: Callable[[str], None] | None = None) -> Path
     for given, source in run_settings(sweep):  # a bad run fails here, not in 64 array tasks
         build_config(given, source=source)
     assert sweep.out is not None
-    UnitBook(sweep.out).write_plan(units)
+    UnitBook(sweep.out).begin(units, planned_settings(sweep), path)
     script = sweep.out / "sweep.sbatch"
     (sweep.out / "slurm").mkdir(parents=True, exist_ok=True)
     script.write_text(slurm_script(path, sweep.out, sweep.name or path.stem, len(units), sweep.slurm, cwd=Path.cwd()))

@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from umni.protocols.caseio import validation_errors
 from umni.run.config import RunConfig, build_config
@@ -52,6 +52,7 @@ from umni.run.sweep_placement import Placement, check_placement, placed
 from umni.run.units import Unit, plan
 from umni.store.hashing import fingerprint
 from umni.store.urls import check_blobs, check_results
+from umni.util.credentials import redact_url
 from umni.util.errors import ConfigError, InputError, InputErrors
 
 
@@ -182,3 +183,21 @@ def unit_request(sweep: SweepFile, unit: Unit) -> RunConfig:
     if unit.shard is not None:
         given = {**given, "shard": str(unit.shard)}
     return build_config(given, source=f"{source}, shard {unit.shard}" if unit.shard else source)
+
+
+#: Sweep-file settings that say how runs are executed or where they go, never what they compute:
+#: changing one (the Slurm time of a resubmission, more attempts) goes on with the same sweep.
+OPERATIONAL_SETTINGS = frozenset(
+    {"name", "out", "slurm", "concurrency", "placement", "ray", "max_attempts", "retry_budget", "call_timeout"}
+)
+
+
+def planned_settings(sweep: SweepFile) -> dict[str, JsonValue]:
+    """The settings a split sweep's plan keeps (`umni.run.units.UnitBook.begin`): everything that
+    decides its units and results, store URLs without credentials (the plan is a file others read)."""
+    settings: dict[str, JsonValue] = sweep.model_dump(mode="json", exclude=set(OPERATIONAL_SETTINGS))
+    for name in ("cache", "blobs"):
+        value = settings.get(name)
+        if isinstance(value, str):
+            settings[name] = redact_url(value, keep_user=False)
+    return settings

@@ -7,9 +7,15 @@ units weighed by their work (cases × nodes per case, read from the case files e
 and dealt heaviest first to the lightest shard, so every process computes the same split and the
 shards finish close together (a round-robin deal by unit number left one shard 1.88× the mean
 with a few cases per run: the case hash gives one shard of a run 0 cases and another 4).
-Each unit keeps a small JSON record under ``<sweep out>/units/``: ``running`` with a heartbeat while
-a process works on it, ``done`` once its run directory is written. A unit recorded as done is
-skipped when a job is submitted again, and `umni status` reads these records. A process runs a unit
+Each unit keeps a small JSON record under ``<sweep out>/units/`` (`UnitRecord`): ``running`` with a
+heartbeat while a process works on it (beaten from a thread, so a finish that holds the event loop
+still beats), ``done`` once its run directory is written, ``failed`` with the error's line when its
+task failed or was stopped. A unit recorded as done is skipped when a job is submitted again (a
+failed one runs again), and `umni status` reads these records. A record that does not read as one
+is an error naming its file, never taken for a missing one. The plan (``units/plan.json``) keeps
+the sweep file's settings that decide its results, and a task whose file says otherwise, or whose
+``--shard I/N`` splits the units otherwise than tasks still running, is refused before it writes
+anything (`UnitBook.begin`). A process runs a unit
 only while it holds the unit's claim (`UnitBook.claim`: a lock in the store's database, or a file
 lock with SQLite), so two tasks given the same unit (a resubmitted array while the first still runs,
 or tasks that pick units themselves) never run it both: the second skips it.
@@ -20,20 +26,28 @@ from __future__ import annotations
 import json
 import os
 import socket
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypedDict, Unpack, cast
+from types import TracebackType
+from typing import Any, Literal, TypeVar, Unpack
+
+from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError
+from typing_extensions import TypedDict  # pydantic reads UnitEntry inside UnitPlan (Python 3.11)
 
 from umni.protocols.protocol import get_protocol
 from umni.run.config import RunConfig
 from umni.store.hashing import fingerprint
 from umni.store.locks import FolderLocks, Held
 from umni.store.runfolder import RunFolder
+from umni.util.errors import InputError, UmniError
 from umni.util.sharding import Shard
 
 #: Seconds between heartbeats of a running unit; `umni status` calls one older than 3 of these stale.
 HEARTBEAT_S = 30.0
+#: Heartbeats missed before a running unit reads stale (its process is likely gone).
+STALE_AFTER_BEATS = 3
 
 
 class UnitEntry(TypedDict):
@@ -46,20 +60,43 @@ class UnitEntry(TypedDict):
     out: str
 
 
-class UnitRecord(UnitEntry, total=False):
-    """A unit's record (``units/<unit>.json``), replaced whole at each change of state and heartbeat."""
+UnitState = Literal["running", "done", "failed"]
 
-    state: str  # running or done
+
+class UnitRecord(BaseModel):
+    """A unit's record (``units/<unit>.json``), replaced whole at each change of state and heartbeat.
+    Fields it does not name (a newer umni's) are kept."""
+
+    model_config = ConfigDict(extra="allow")
+
+    unit: str
+    run: int
+    shard: str | None
+    out: str
+    state: UnitState
     host: str
     pid: int
     heartbeat: float
-    started: float
-    finished: float
+    started: float | None = None
+    finished: float | None = None
     #: the sweep shard (I/N) running it
-    part: str
+    part: str | None = None
     #: the finished run's summary.json counts
-    counts: dict[str, int]
-    slurm_job: str
+    counts: dict[str, int | None] | None = None
+    slurm_job: str | None = None
+    #: why a failed unit failed: one line, secrets masked (`umni.util.secrets.error_line`)
+    error: str | None = None
+
+    def stale(self, now: float) -> bool:
+        """A running unit whose process stopped beating (it likely died without a word)."""
+        return self.state == "running" and now - self.heartbeat > STALE_AFTER_BEATS * HEARTBEAT_S
+
+    def split(self) -> int | None:
+        """N of the sweep shard I/N running it (None when not recorded)."""
+        try:
+            return int((self.part or "").partition("/")[2])
+        except ValueError:
+            return None
 
 
 class UnitUpdate(TypedDict, total=False):
@@ -68,7 +105,33 @@ class UnitUpdate(TypedDict, total=False):
     started: float
     finished: float
     part: str
-    counts: dict[str, int]
+    counts: dict[str, int | None]
+    error: str
+
+
+class UnitPlan(BaseModel):
+    """``units/plan.json``: the sweep's units, and what of its file decides their results."""
+
+    units: list[UnitEntry]
+    #: the sweep file's settings that decide results (store URLs without credentials); None in a
+    #: plan an older umni wrote, which is then taken as it is
+    settings: dict[str, JsonValue] | None = None
+    fingerprint: str | None = None
+
+
+_Model = TypeVar("_Model", bound=BaseModel)
+
+
+def _read_model(path: Path, model: type[_Model], remedy: str) -> _Model | None:
+    """The file as `model`; None when it does not exist; otherwise an InputError naming it."""
+    try:
+        return model.model_validate_json(path.read_bytes())
+    except FileNotFoundError:
+        return None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise InputError(f"not a {model.__name__} ({where + ': ' if where else ''}{first['msg']}); {remedy}", path=path) from None
 
 
 @dataclass(frozen=True)
@@ -158,43 +221,125 @@ class UnitBook:
     def __init__(self, sweep_out: Path) -> None:
         self.folder = sweep_out / "units"
 
-    def write_plan(self, units: list[Unit]) -> None:
+    @property
+    def plan_json(self) -> Path:
+        return self.folder / "plan.json"
+
+    def write_plan(self, units: list[Unit], settings: dict[str, JsonValue] | None = None) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
-        _write_json(self.folder / "plan.json", {"units": [u.describe() for u in units]})
+        plan = UnitPlan(units=[u.describe() for u in units], settings=settings, fingerprint=None if settings is None else fingerprint(settings))
+        _write_json(self.plan_json, plan.model_dump(exclude_defaults=True))
+
+    def plan(self) -> UnitPlan | None:
+        return _read_model(self.plan_json, UnitPlan, "delete it: the next task of the sweep writes it again")
 
     def read_plan(self) -> list[UnitEntry]:
-        try:
-            return list(json.loads((self.folder / "plan.json").read_text())["units"])
-        except FileNotFoundError:
-            return []
+        plan = self.plan()
+        return [] if plan is None else plan.units
 
     def record(self, name: str) -> UnitRecord | None:
-        try:
-            return cast(UnitRecord, dict(json.loads((self.folder / f"{name}.json").read_text())))
-        except (FileNotFoundError, ValueError):  # a record being replaced reads as none for a moment
-            return None
+        return _read_model(self.folder / f"{name}.json", UnitRecord, f"delete it to run unit {name} again")
+
+    def records(self) -> dict[str, UnitRecord]:
+        """The record of each unit of the plan that has one."""
+        found = {entry["unit"]: self.record(entry["unit"]) for entry in self.read_plan()}
+        return {name: record for name, record in found.items() if record is not None}
+
+    def begin(self, units: list[Unit], settings: dict[str, JsonValue], sweep_file: Path, part: Shard | None = None) -> None:
+        """Write the plan of a sweep shard task (`part`) or of an emitted job script (None), after
+        every check that refuses it, so a refused task changes no file: each record must read, the
+        file's settings must be those planned (a changed sweep goes to a new ``out:``; a job script
+        may replace the plan while no unit has a record), and `part` must split the units as the
+        tasks still running do (another N deals them otherwise) into no more tasks than units."""
+        plan = self.plan()
+        records = self.records()  # each must read
+        if plan is not None and plan.fingerprint is not None and plan.fingerprint != fingerprint(settings):
+            if part is not None or records:
+                raise self._changed(plan, settings, sweep_file)
+        if part is not None:
+            self._check_split(part, len(units), records)
+        if plan is None or plan.fingerprint != fingerprint(settings) or [u.describe() for u in units] != plan.units:
+            self.write_plan(units, settings)
+
+    def _changed(self, plan: UnitPlan, settings: dict[str, JsonValue], sweep_file: Path) -> InputError:
+        old = plan.settings or {}
+        changed = sorted(k for k in {*old, *settings} if old.get(k) != settings.get(k))
+        return InputError(
+            f"{', '.join(changed)} changed since this sweep's units were planned ({self.plan_json}): to start "
+            f"a new sweep, give the file a new `out:` (finished work still comes from the store); to go on "
+            f"with this one, set {'it' if len(changed) == 1 else 'them'} back as the plan's 'settings' record",
+            path=sweep_file,
+        )
+
+    @staticmethod
+    def _check_split(part: Shard, units: int, records: dict[str, UnitRecord]) -> None:
+        if part.count > units:
+            raise InputError(
+                f"--shard {part}: this sweep has {units} units, fewer than {part.count} tasks: the array was made "
+                f"for another plan; write its script again (umni sweep FILE --emit slurm) and submit that",
+            )
+        now = time.time()
+        others = {n: r for n, r in records.items() if r.state == "running" and not r.stale(now) and r.split() not in (None, part.count)}
+        if others:
+            raise InputError(
+                f"--shard {part}: unit(s) {', '.join(sorted(others))} are running in sweep shard(s) "
+                f"{', '.join(sorted({str(r.part) for r in others.values()}))}, which split the units otherwise; "
+                f"give --shard I/{others[min(others)].split()} as they do, or start this split once they are done (or stale)",
+            )
 
     def is_done(self, unit: Unit) -> bool:
         record = self.record(unit.name)
-        return record is not None and record.get("state") == "done" and RunFolder(unit.out).summary_json.is_file()
+        return record is not None and record.state == "done" and RunFolder(unit.out).summary_json.is_file()
 
     def claim(self, unit: Unit, locks: FolderLocks) -> Held | None:
         """Claim `unit` for this process until the claim is released; None when another process holds
         it (it is running the unit). A claimed unit may have been finished meanwhile: check `is_done`."""
         return locks.try_hold(self.folder, f"{unit.name}.lock")
 
-    def mark(self, unit: Unit, state: str, **extra: Unpack[UnitUpdate]) -> None:
+    def mark(self, unit: Unit, state: UnitState, **extra: Unpack[UnitUpdate]) -> None:
         """Replace the unit's record (`extra`: e.g. ``part='2/8'``, the sweep shard running it)."""
         self.folder.mkdir(parents=True, exist_ok=True)
-        record: UnitRecord = {**unit.describe(), "state": state, "host": socket.gethostname(), "pid": os.getpid(), "heartbeat": time.time(), **extra}
         job = os.environ.get("SLURM_JOB_ID")
-        if job:
-            record["slurm_job"] = job
-        _write_json(self.folder / f"{unit.name}.json", record)
+        record = UnitRecord.model_validate(
+            {**unit.describe(), "state": state, "host": socket.gethostname(), "pid": os.getpid(), "heartbeat": time.time(),
+             **extra, **({"slurm_job": job} if job else {})}
+        )
+        _write_json(self.folder / f"{unit.name}.json", record.model_dump(exclude_defaults=True))
+
+
+class Heartbeat:
+    """Marks a running unit every `HEARTBEAT_S` from a thread of its own while the block runs: the
+    unit's finish (summary, tables, report) runs on the event loop and may hold it for longer than
+    `STALE_AFTER_BEATS` heartbeats, which would read as a dead process. It stops beating when the
+    claim is lost (the unit is another process's then; the event loop's own check stops the run)."""
+
+    def __init__(self, book: UnitBook, unit: Unit, claim: Held, **extra: Unpack[UnitUpdate]) -> None:
+        self.book, self.unit, self.claim, self.extra = book, unit, claim, extra
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name=f"umni-heartbeat-{unit.name}", daemon=True)
+
+    def __enter__(self) -> Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None) -> None:
+        self._stop.set()
+        self._thread.join()  # no beat after the block: the record's next state is the caller's
+
+    def _beat(self) -> None:
+        while not self._stop.wait(HEARTBEAT_S):
+            try:
+                self.claim.check()
+            except UmniError:
+                return
+            try:
+                self.book.mark(self.unit, "running", **self.extra)
+            except OSError:
+                continue  # a missed beat (a file system hiccup): the next one tries again
 
 
 def _write_json(path: Path, value: Any) -> None:
     """Replace `path` whole (a reader on another machine never sees half a record)."""
-    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     temp.write_text(json.dumps(value, indent=1))
     os.replace(temp, path)

@@ -128,6 +128,18 @@ def redact_url(url: str, *, keep_user: bool = True) -> str:
     return urlunsplit(parts._replace(netloc=netloc, query="&".join(kept)))
 
 
+# a URL with an authority, up to the first space or quote (what a message quotes)
+_URL_IN_TEXT = re.compile(r"(?i)\b[a-z][a-z0-9+.\-]*://[^\s\"'<>]+")
+
+
+def redact_urls(text: str) -> str:
+    """`text` with every URL in it as `redact_url` leaves it (an error message that quotes a
+    connection string with ``?password=``)."""
+    if "://" not in text:
+        return text
+    return _URL_IN_TEXT.sub(lambda found: redact_url(found.group(0)), text)
+
+
 def refuse_url_credentials(url: str, *, setting: str, remedy: str) -> None:
     """Refuse a URL that carries a credential where umni takes none (``--blobs``); the message
     names the parts that do and the `remedy` (where the credentials go instead), never a value."""

@@ -18,7 +18,8 @@ import re
 import threading
 from typing import Any
 
-from umni.util.credentials import strip_userinfo  # noqa: F401 - also importable from here
+from umni.util.credentials import redact_urls, strip_userinfo
+from umni.util.errors import UmniError
 
 MASK = "***"
 
@@ -78,6 +79,21 @@ def scrub(text: str) -> str:
     """`text` as it may be written: secrets masked, URL credentials removed, object reprs named."""
     text = strip_userinfo(mask(text))
     return _OBJECT_REPR.sub(r"<\1>", text) if " object at 0x" in text else text
+
+
+#: The longest error line `error_line` keeps (a record or a status line, not a log).
+ERROR_LINE_CHARS = 400
+
+
+def error_line(error: BaseException) -> str:
+    """`error` as one line that may be written to a file others read (a sweep unit's record): its
+    type (unless it is umni's own one-line error), whitespace folded, secrets masked and every
+    URL's credentials removed, then cut to `ERROR_LINE_CHARS`."""
+    text = " ".join(str(error).split())
+    if not (isinstance(error, UmniError) and text):
+        text = f"{type(error).__name__}: {text}" if text else type(error).__name__
+    line = redact_urls(scrub(text))
+    return line if len(line) <= ERROR_LINE_CHARS else line[: ERROR_LINE_CHARS - 1] + "…"
 
 
 def scrub_value(value: Any) -> Any:
