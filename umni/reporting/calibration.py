@@ -19,8 +19,8 @@ judge, on a calibration subset of the cases) and, per metric the protocol's judg
 * the transfer error of the headline on the calibration cases: the reference judge's headline
   minus the substitute's as it is (the gap a substitution leaves uncorrected), and minus the
   substitute's mapped (each case mapped by a mapping fitted without it: leave-one-out, so a
-  mapping cannot look perfect by fitting the case it maps), each with a bootstrap interval (the
-  mapped one refits the mapping on each resample and scores the cases the resample left out).
+  mapping cannot look perfect by fitting the case it maps), each with a paired bootstrap interval
+  over the calibration cases (drawn within the protocol's strata).
 
 A run judged by the substitute then gets a reference-judge-equivalent headline: each case's marks
 mapped, the record re-scored by the protocol (`Protocol.rejudged`) and the headline made from the
@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ValidationError
 
-from umni.protocols.protocol import get_protocol
+from umni.protocols.protocol import Protocol, get_protocol
 from umni.reporting.contributions import CaseParts, case_parts, stratum_of
 from umni.reporting.resampling import BOOTSTRAP_SEED, percentile_interval, stratified_draws
 from umni.reporting.runset import Run, as_number, protocol_options, run_coverage
@@ -116,7 +116,7 @@ class TransferError(JsonModel):
     gap_ci: Interval
     #: the substitute's headline with each case mapped by a mapping fitted without it
     mapped: float
-    #: reference − mapped, with a bootstrap interval (refit on each resample, scored on the cases it left out)
+    #: reference − mapped, with its paired bootstrap interval (each case mapped as in `mapped`)
     error: float
     error_ci: Interval
     resamples: int
@@ -167,8 +167,8 @@ class Calibration(JsonModel):
         return "\n".join(lines)
 
 
-def _ci(ci: Interval) -> str:
-    return f"95 % CI [{ci[0]:+.4g}, {ci[1]:+.4g}]" if ci is not None else "(no interval)"
+def _ci(ci: Interval, digits: int = 4) -> str:
+    return f"95 % CI [{ci[0]:+.{digits}g}, {ci[1]:+.{digits}g}]" if ci is not None else "(no interval)"
 
 
 def read_calibration(path: Path) -> Calibration:
@@ -333,6 +333,13 @@ def _parts(protocol: Any, options: Any, records: Sequence[CaseRecord], strata: l
     return CaseParts.of(stated, [str(r.get("case_id")) for r in records], strata)
 
 
+def _no_rescoring(protocol: Any) -> str | None:
+    """Why the protocol cannot re-score a case from mapped marks, or None when it can."""
+    if type(protocol).rejudged is Protocol.rejudged:
+        return f"protocol '{protocol.name}' cannot re-score a case from mapped marks (Protocol.rejudged), so it has no calibrated headline"
+    return None
+
+
 def _mapped(protocol: Any, options: Any, records: Sequence[CaseRecord], marks: Sequence[dict[str, float]],
             maps: dict[str, MarkMap]) -> list[CaseRecord]:
     """The records with every mark mapped by `maps` (marks of metrics the maps do not cover kept)."""
@@ -392,6 +399,8 @@ def _transfer_error(protocol: Any, options: Any, ref_run: Run, ref_records: list
                     calibration: Calibration) -> TransferError | str:
     import numpy as np
 
+    if (why := _no_rescoring(protocol)) is not None:
+        return why
     strata = [c.stratum for c in calibration.cases]
     parts = []
     for run, records in ((ref_run, ref_records), (sub_run, sub_records)):
@@ -420,22 +429,11 @@ def _transfer_error(protocol: Any, options: Any, ref_run: Run, ref_records: list
     if mapped is None:
         return "the mapped marks leave the headline undefined"
     draws = stratified_draws(strata, CALIBRATION_RESAMPLES, BOOTSTRAP_SEED)
-    gap_ci = percentile_interval(ref_parts.resampled(draws) - sub_parts.resampled(draws))
-    errors = np.full(CALIBRATION_RESAMPLES, math.nan)
-    for b, rows in enumerate(draws):
-        maps = pairs.fit(rows)
-        if maps is None:
-            continue
-        left_out = np.ones((1, n))
-        left_out[0, np.unique(rows)] = 0.0
-        if not left_out.any():
-            continue
-        refit = _parts(protocol, options, _mapped(protocol, options, sub_records, sub_marks, maps), strata)
-        if isinstance(refit, str):
-            continue
-        errors[b] = (ref_parts.counted(left_out) - refit.counted(left_out))[0]
+    reference_drawn = ref_parts.resampled(draws)
+    gap_ci = percentile_interval(reference_drawn - sub_parts.resampled(draws))
+    error_ci = percentile_interval(reference_drawn - mapped_parts.resampled(draws))
     return TransferError(reference=reference, substitute=substitute, gap=reference - substitute, gap_ci=gap_ci, mapped=mapped,
-                         error=reference - mapped, error_ci=percentile_interval(errors), resamples=CALIBRATION_RESAMPLES)
+                         error=reference - mapped, error_ci=error_ci, resamples=CALIBRATION_RESAMPLES)
 
 
 def write_calibration(calibration: Calibration, path: Path) -> None:
@@ -492,6 +490,8 @@ def calibrated_headline(run: Run, calibration: Calibration) -> CalibratedHeadlin
     overlap = sum(str(r.get("case_id")) in calibration_ids for r in records)
     if not records:
         return CalibratedHeadline(None, None, overlap, "the run has no results.jsonl to map")
+    if (why := _no_rescoring(protocol)) is not None:
+        return CalibratedHeadline(None, None, overlap, why)
     strata = [stratum_of(protocol, r, options) for r in records]
     checked = case_parts(protocol, options, records, as_number(run.summary.scores.get("overall")), strata)
     if isinstance(checked, str):
@@ -542,7 +542,11 @@ def calibrated_table(runs: Sequence[Run], calibrations: Sequence[tuple[Path, Cal
             except InputError as exc:
                 problems.append(exc)
                 continue
-            tables.setdefault(path, _empty_table(path, calibration)).rows.append(_row(run, calibration))
+            table = tables.setdefault(path, _empty_table(path, calibration))
+            row, overlap = _row(run, calibration)
+            table.rows.append(row)
+            if overlap:
+                table.note += f"; {row.run}: {overlap} of its cases are calibration cases"
             break
         else:
             raise problems[0]
@@ -556,8 +560,8 @@ def estimate_column(calibration: Calibration) -> str:
 
 def _empty_table(path: Path, calibration: Calibration) -> Table:
     h = calibration.headline
-    transfer = (f"; on the calibration cases the reference judge's headline is {h.reference:.4g}, the substitute's {h.substitute:.4g}, "
-                f"and mapped (leave-one-out) {h.mapped:.4g}: transfer error {h.error:+.4g} {_ci(h.error_ci)}") if h else ""
+    transfer = (f"; on the calibration cases the reference judge's headline is {h.reference:.3g}, the substitute's {h.substitute:.3g}, "
+                f"and mapped (leave-one-out) {h.mapped:.3g}: transfer error {h.error:+.3g} {_ci(h.error_ci, 3)}") if h else ""
     note = (f"estimate, not a measurement: each case's marks by {calibration.substitute.spec} mapped onto {calibration.reference.spec}'s "
             f"by the calibration {path} ({len(calibration.cases)} cases; "
             + ", ".join(f"{m.metric}: {m.data}, " + (f"kappa {m.kappa:.2f}" if m.kappa is not None else f"Spearman {m.spearman}")
@@ -566,18 +570,16 @@ def _empty_table(path: Path, calibration: Calibration) -> Table:
             f"({CALIBRATION_RESAMPLES} seeded resamples, the mapping refitted on each){transfer}")
     columns = [f"Overall by {calibration.substitute.spec} (as judged)", estimate_column(calibration)]
     return Table(f"{calibration.protocol} · reference-judge-equivalent headline (estimate)", calibration.protocol, ["run"], columns,
-                 note=note, legend=False)
+                 note=note)
 
 
-def _row(run: Run, calibration: Calibration) -> Row:
+def _row(run: Run, calibration: Calibration) -> tuple[Row, int]:
+    """The run's row, and how many of its cases the calibration holds too."""
     judged = as_number(run.summary.scores.get("overall"))
     estimate = calibrated_headline(run, calibration)
     decimals = 3 if all(abs(v) <= 1.0 for v in (judged, estimate.value) if v is not None) else 2
-    reason = estimate.reason
-    if estimate.overlap:
-        reason = (reason + "; " if reason else "") + f"{estimate.overlap} of the run's cases are calibration cases"
     cells = [Cell(judged, decimals=decimals),
-             Cell(estimate.value, ci=estimate.ci, decimals=decimals, reason=reason if estimate.value is None else None,
+             Cell(estimate.value, ci=estimate.ci, decimals=decimals, reason=estimate.reason if estimate.value is None else None,
                   no_interval=estimate.reason if estimate.value is not None and estimate.ci is None else None)]
     coverage, failed = run_coverage(run.summary)
-    return Row(run.label or str(run.path), [run.label or str(run.path)], cells, coverage, failed)
+    return Row(run.label or str(run.path), [run.label or str(run.path)], cells, coverage, failed), estimate.overlap
