@@ -343,9 +343,15 @@ def _no_rescoring(protocol: Any) -> str | None:
 def _mapped(protocol: Any, options: Any, records: Sequence[CaseRecord], marks: Sequence[dict[str, float]],
             maps: dict[str, MarkMap]) -> list[CaseRecord]:
     """The records with every mark mapped by `maps` (marks of metrics the maps do not cover kept)."""
+    import numpy as np
+
+    columns = {}  # each metric's marks mapped in one call, read back case by case
+    for metric, mapping in maps.items():
+        values = np.array([judged.get(metric, math.nan) for judged in marks])
+        columns[metric] = mapping(np.nan_to_num(values)).tolist()
     out = []
-    for record, judged in zip(records, marks):
-        mapped = {k: float(maps[k](v)) if k in maps else v for k, v in judged.items()}
+    for i, (record, judged) in enumerate(zip(records, marks)):
+        mapped = {k: columns[k][i] if k in columns else v for k, v in judged.items()}
         new = protocol.rejudged(record, mapped, options)
         if new is None:
             raise InputError(f"protocol '{protocol.name}' cannot re-score a case from mapped marks (Protocol.rejudged), "
@@ -564,13 +570,20 @@ def _empty_table(path: Path, calibration: Calibration) -> Table:
                 f"and mapped (leave-one-out) {h.mapped:.3g}: transfer error {h.error:+.3g} {_ci(h.error_ci, 3)}") if h else ""
     note = (f"estimate, not a measurement: each case's marks by {calibration.substitute.spec} mapped onto {calibration.reference.spec}'s "
             f"by the calibration {path} ({len(calibration.cases)} cases; "
-            + ", ".join(f"{m.metric}: {m.data}, " + (f"kappa {m.kappa:.2f}" if m.kappa is not None else f"Spearman {m.spearman}")
-                        for m in calibration.metrics)
+            + ", ".join(f"{m.metric}: {m.data}, {_agreement(m)}" for m in calibration.metrics)
             + f") and the headline recomputed; its 95 % interval resamples the run's cases and the calibration's cases together "
             f"({CALIBRATION_RESAMPLES} seeded resamples, the mapping refitted on each){transfer}")
     columns = [f"Overall by {calibration.substitute.spec} (as judged)", estimate_column(calibration)]
     return Table(f"{calibration.protocol} · reference-judge-equivalent headline (estimate)", calibration.protocol, ["run"], columns,
                  note=note)
+
+
+def _agreement(m: MetricCalibration) -> str:
+    if m.kappa is not None:
+        return f"kappa {m.kappa:.2f}"
+    if m.spearman is not None:
+        return f"Spearman {m.spearman:.2f}"
+    return f"exact agreement {m.exact_agreement:.2f} (no correlation: a judge gave one mark only)"
 
 
 def _row(run: Run, calibration: Calibration) -> tuple[Row, int]:
