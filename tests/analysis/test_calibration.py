@@ -172,3 +172,21 @@ def test_the_mapping_is_the_mean_reference_mark_or_the_isotonic_fit():
     assert mapping(np.array([0.0, 1.5, 3.0])).tolist() == [0.0, 0.75, 1.5]  # clipped beyond, interpolated between
     continuous = fit(np.array([0.1, 0.2, 0.3, 0.4]), np.array([0.0, 0.3, 0.2, 0.9]), "continuous")
     assert continuous(np.array([0.1, 0.25, 0.4])).tolist() == pytest.approx([0.0, 0.25, 0.9])  # pooled 0.3, 0.2 -> 0.25
+
+
+def test_a_protocol_that_cannot_rescore_mapped_marks_still_gets_agreement_and_the_gap(tmp_path, capsys):
+    run, again, cache = tmp_path / "ref", tmp_path / "sub", tmp_path / "cache"
+    assert main(["run", "genius", "--model", "sim/umm", "--role", f"judge={REFERENCE}", "--limit", "4", "--out", str(run),
+                 "--cache", str(cache), "--quiet"]) == 0
+    assert main(["rejudge", str(run), "--role", f"judge={SUBSTITUTE}", "--out", str(again)]) == 0
+    out = tmp_path / "calibration.json"
+    assert main(["calibrate", str(run), str(again), "--out", str(out)]) == 0
+    calibration = read_calibration(out)
+    assert {m.metric for m in calibration.metrics} == {"rc", "vc", "aq"}
+    assert all(m.data == "discrete" and set(m.labels or []) <= {0.0, 50.0, 100.0} for m in calibration.metrics)
+    transfer = calibration.headline
+    assert transfer is not None and transfer.gap < 0 and transfer.mapped is None
+    assert "Protocol.rejudged" in (transfer.no_mapped or "")
+    capsys.readouterr()
+    assert main(["leaderboard", str(again), "--calibration", str(out)]) == 0
+    assert "cannot re-score a case from mapped marks" in capsys.readouterr().out

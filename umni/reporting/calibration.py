@@ -109,17 +109,21 @@ class TransferError(JsonModel):
     """The headline on the calibration cases by each judge, and how far the substitute's is from
     the reference's, as it is and mapped."""
 
+    optional_sections = frozenset({"no_mapped"})
+
     reference: float
     substitute: float
     #: reference − substitute, uncorrected, with its paired bootstrap interval
     gap: float
     gap_ci: Interval
-    #: the substitute's headline with each case mapped by a mapping fitted without it
-    mapped: float
-    #: reference − mapped, with its paired bootstrap interval (each case mapped as in `mapped`)
-    error: float
-    error_ci: Interval
     resamples: int
+    #: the substitute's headline with each case mapped by a mapping fitted without it
+    mapped: float | None
+    #: reference − mapped, with its paired bootstrap interval (each case mapped as in `mapped`)
+    error: float | None
+    error_ci: Interval
+    #: why there is no mapped headline (a protocol that cannot re-score a case from mapped marks)
+    no_mapped: str | None = None
 
 
 class Calibration(JsonModel):
@@ -162,8 +166,11 @@ class Calibration(JsonModel):
             lines.append(f"headline: no transfer error: {self.no_headline}")
         else:
             lines.append(f"headline: reference {h.reference:.4g}, substitute {h.substitute:.4g}: gap {h.gap:+.4g} {_ci(h.gap_ci)}")
-            lines.append(f"  substitute mapped (leave-one-out) {h.mapped:.4g}: transfer error {h.error:+.4g} {_ci(h.error_ci)} "
-                         f"(bootstrap, {h.resamples} resamples)")
+            if h.mapped is None or h.error is None:
+                lines.append(f"  no mapped headline: {h.no_mapped}")
+            else:
+                lines.append(f"  substitute mapped (leave-one-out) {h.mapped:.4g}: transfer error {h.error:+.4g} {_ci(h.error_ci)} "
+                             f"(bootstrap, {h.resamples} resamples)")
         return "\n".join(lines)
 
 
@@ -405,8 +412,6 @@ def _transfer_error(protocol: Any, options: Any, ref_run: Run, ref_records: list
                     calibration: Calibration) -> TransferError | str:
     import numpy as np
 
-    if (why := _no_rescoring(protocol)) is not None:
-        return why
     strata = [c.stratum for c in calibration.cases]
     parts = []
     for run, records in ((ref_run, ref_records), (sub_run, sub_records)):
@@ -418,6 +423,13 @@ def _transfer_error(protocol: Any, options: Any, ref_run: Run, ref_records: list
     ref_parts, sub_parts = parts
     reference, substitute = ref_parts.headline(), sub_parts.headline()
     assert reference is not None and substitute is not None
+    draws = stratified_draws(strata, CALIBRATION_RESAMPLES, BOOTSTRAP_SEED)
+    reference_drawn = ref_parts.resampled(draws)
+    gap = TransferError(reference=reference, substitute=substitute, gap=reference - substitute,
+                        gap_ci=percentile_interval(reference_drawn - sub_parts.resampled(draws)), resamples=CALIBRATION_RESAMPLES,
+                        mapped=None, error=None, error_ci=None)
+    if (why := _no_rescoring(protocol)) is not None:
+        return gap.model_copy(update={"no_mapped": why})
     pairs = _Pairs(calibration.cases, calibration.metrics)
     sub_marks = [c.substitute for c in calibration.cases]
     n = len(calibration.cases)
@@ -426,20 +438,16 @@ def _transfer_error(protocol: Any, options: Any, ref_run: Run, ref_records: list
     for i in range(n):
         maps = pairs.fit(np.array([j for j in range(n) if j != i], dtype=np.int64))
         if maps is None:
-            return "too few cases with marks by both judges to fit a mapping without each of them"
+            return gap.model_copy(update={"no_mapped": "too few cases with marks by both judges to fit a mapping without each of them"})
         loo += _mapped(protocol, options, sub_records[i:i + 1], sub_marks[i:i + 1], maps)
     mapped_parts = _parts(protocol, options, loo, strata)
     if isinstance(mapped_parts, str):
-        return mapped_parts
+        return gap.model_copy(update={"no_mapped": mapped_parts})
     mapped = mapped_parts.headline()
     if mapped is None:
-        return "the mapped marks leave the headline undefined"
-    draws = stratified_draws(strata, CALIBRATION_RESAMPLES, BOOTSTRAP_SEED)
-    reference_drawn = ref_parts.resampled(draws)
-    gap_ci = percentile_interval(reference_drawn - sub_parts.resampled(draws))
-    error_ci = percentile_interval(reference_drawn - mapped_parts.resampled(draws))
-    return TransferError(reference=reference, substitute=substitute, gap=reference - substitute, gap_ci=gap_ci, mapped=mapped,
-                         error=reference - mapped, error_ci=error_ci, resamples=CALIBRATION_RESAMPLES)
+        return gap.model_copy(update={"no_mapped": "the mapped marks leave the headline undefined"})
+    return gap.model_copy(update={"mapped": mapped, "error": reference - mapped,
+                                  "error_ci": percentile_interval(reference_drawn - mapped_parts.resampled(draws))})
 
 
 def write_calibration(calibration: Calibration, path: Path) -> None:
@@ -566,8 +574,11 @@ def estimate_column(calibration: Calibration) -> str:
 
 def _empty_table(path: Path, calibration: Calibration) -> Table:
     h = calibration.headline
-    transfer = (f"; on the calibration cases the reference judge's headline is {h.reference:.3g}, the substitute's {h.substitute:.3g}, "
-                f"and mapped (leave-one-out) {h.mapped:.3g}: transfer error {h.error:+.3g} {_ci(h.error_ci, 3)}") if h else ""
+    transfer = ""
+    if h is not None:
+        transfer = f"; on the calibration cases the reference judge's headline is {h.reference:.3g}, the substitute's {h.substitute:.3g}"
+        if h.mapped is not None and h.error is not None:
+            transfer += f", and mapped (leave-one-out) {h.mapped:.3g}: transfer error {h.error:+.3g} {_ci(h.error_ci, 3)}"
     note = (f"estimate, not a measurement: each case's marks by {calibration.substitute.spec} mapped onto {calibration.reference.spec}'s "
             f"by the calibration {path} ({len(calibration.cases)} cases; "
             + ", ".join(f"{m.metric}: {m.data}, {_agreement(m)}" for m in calibration.metrics)
