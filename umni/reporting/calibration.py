@@ -46,7 +46,7 @@ from umni.reporting.resampling import BOOTSTRAP_SEED, percentile_interval, strat
 from umni.reporting.runset import Run, as_number, protocol_options, run_coverage
 from umni.reporting.tables import Cell, Row, Table
 from umni.store.completion import require_complete
-from umni.store.runfolder import CaseRecord, RunFolder
+from umni.store.runfolder import CaseRecord, RoleProvenance, RunFolder
 from umni.util.errors import InputError
 from umni.util.jsonmodel import JsonModel
 
@@ -70,11 +70,15 @@ class JudgeSide(JsonModel):
     """One of the two runs: where it is, the judge that gave its marks and its headline on the
     calibration cases."""
 
+    optional_sections = frozenset({"provenance"})
+
     run: str
     spec: str | None
     #: the judge backend's identity as the run recorded it (provider, model, output-relevant settings)
     identity: dict[str, Any]
     headline: float | None
+    #: how the judge's marks were made (model, revision, sampling, template hash), where the run recorded it
+    provenance: RoleProvenance | None = None
 
 
 class CalibrationCase(JsonModel):
@@ -324,7 +328,9 @@ def _same_outputs(reference: Path, ref_records: list[CaseRecord], substitute: Pa
 
 def _side(run: Run, path: Path, headline: float | None) -> JudgeSide:
     summary = run.summary
-    return JudgeSide(run=str(path), spec=summary.bindings.get(JUDGE), identity=dict(summary.backends.get(JUDGE) or {}), headline=headline)
+    provenance = summary.provenance.roles.get(JUDGE) if summary.provenance is not None else None
+    return JudgeSide(run=str(path), spec=summary.bindings.get(JUDGE), identity=dict(summary.backends.get(JUDGE) or {}), headline=headline,
+                     provenance=provenance)
 
 
 def _parts(protocol: Any, options: Any, records: Sequence[CaseRecord], strata: list[str | None]) -> CaseParts | str:
