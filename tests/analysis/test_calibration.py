@@ -190,3 +190,22 @@ def test_a_protocol_that_cannot_rescore_mapped_marks_still_gets_agreement_and_th
     capsys.readouterr()
     assert main(["leaderboard", str(again), "--calibration", str(out)]) == 0
     assert "cannot re-score a case from mapped marks" in capsys.readouterr().out
+
+
+def test_checklist_scores_are_continuous_and_mapped_by_isotonic_regression(tmp_path, capsys):
+    """AEGIS's per-case judgement is the fraction of Y: continuous. One step down the N/Y scale says
+    no to every item, so every case maps to the calibration's mean, and on the calibration's own
+    cases the estimate is the reference judge's headline itself."""
+    run, again, cache = tmp_path / "ref", tmp_path / "sub", tmp_path / "cache"
+    assert main(["run", "aegis", "--model", "sim/umm", "--role", f"judge={REFERENCE}", "--out", str(run), "--cache", str(cache),
+                 "--quiet"]) == 0
+    assert main(["rejudge", str(run), "--role", "judge=sim/umm?judge_bias=-1&skill=0.5", "--out", str(again)]) == 0
+    out = tmp_path / "calibration.json"
+    assert main(["calibrate", str(run), str(again), "--out", str(out)]) == 0
+    (score,) = read_calibration(out).metrics
+    assert score.metric == "score" and score.data == "continuous" and score.confusion is None and score.kappa is None
+    assert overall(again) == 0
+    board = tmp_path / "board"
+    assert main(["leaderboard", str(again), "--calibration", str(out), "--out", str(board)]) == 0
+    estimate = next(t for t in json.loads((board / "leaderboard.json").read_text()) if "(estimate)" in t["title"])
+    assert estimate["rows"][0]["cells"][1]["value"] == pytest.approx(overall(run), abs=0.005)  # the summary rounds to 2 decimals
