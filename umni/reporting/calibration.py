@@ -573,8 +573,8 @@ def calibrated_table(runs: Sequence[Run], calibrations: Sequence[tuple[Path, Cal
     return list(tables.values())
 
 
-#: The estimate's column: it names the judge it stands in for and says it is an estimate.
 def estimate_column(calibration: Calibration) -> str:
+    """The estimate's column: it names the judge it stands in for and says it is an estimate."""
     return f"Overall by {calibration.reference.spec} (estimate)"
 
 
