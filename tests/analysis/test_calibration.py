@@ -150,6 +150,12 @@ def test_leaderboard_refuses_a_calibration_of_another_protocol(small, tmp_path, 
     assert "is genius; no calibration given is for it" in err and "(wise)" in err
 
 
+def test_paired_comparisons_do_not_take_a_calibration(small, capsys):
+    _, run, again, out = small
+    assert main(["leaderboard", str(run), str(again), "--paired", "--calibration", str(out)]) == 2
+    assert "give one of them" in capsys.readouterr().err
+
+
 def test_a_file_that_is_no_calibration_is_named(small, tmp_path, capsys):
     _, run, _, _ = small
     bad = tmp_path / "bad.json"

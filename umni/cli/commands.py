@@ -225,6 +225,8 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     from umni.reporting.tables import tables_csv
 
     if args.paired:
+        if args.calibration:
+            raise InputError("--paired compares the runs' own headlines; --calibration adds estimates to the tables: give one of them")
         return _paired(args)
     runs = find_runs(args.dirs)
     tables = build_tables(runs, layout=args.layout)
