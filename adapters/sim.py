@@ -24,7 +24,11 @@ How it works, in short:
 
 Spec parameters: ``latency`` (seconds per call), ``error_rate`` (share of calls that fail with a
 retryable BackendError; the draw includes an attempt counter, so a retry may succeed), ``skill``
-(0–1, how often ``choose`` and judging read the image rather than guess) and ``seed``. ``latency``
+(0–1, how often ``choose`` and judging read the image rather than guess), ``judge_bias`` (a whole number
+of steps every mark sim gives as a judge is moved along its scale, clipped at its ends: ``Score: <0-2>``
+marks by B, a checklist's N/Y answers by B on the two-mark scale N < Y; the ``Copy`` question, a yes/no
+about two images rather than a rating, is left as it is; so tests know a substitute judge's bias
+exactly) and ``seed``. ``latency``
 and ``error_rate`` are operational: they do not change any output, so they are not part of the
 backend identity and changing them keeps the cache.
 """
@@ -99,6 +103,7 @@ class SimParams(BackendParams):
     latency: float = Field(0.0, ge=0, allow_inf_nan=False, description="seconds each call waits")
     error_rate: float = Field(0.0, ge=0, le=1, description="the share of calls that fail with a retryable error")
     skill: float = Field(1.0, ge=0, le=1, description="how often sim reads the image instead of guessing")
+    judge_bias: int = Field(0, description="steps every judge mark is moved along its scale (clipped at its ends)")
     seed: int = 0
 
 
@@ -264,13 +269,12 @@ class SimBackend(Backend):
         self._attempts: dict[bytes, int] = {}
 
     def identity(self) -> dict[str, Any]:
-        """Canonical output-relevant settings (so ``sim/umm`` and ``sim/umm?skill=1`` share a cache) and revision."""
-        return {
-            "provider": self.provider,
-            "name": MODEL_NAME,
-            "params": {"seed": str(self.settings.seed), "skill": repr(self.settings.skill)},
-            "revision": SIM_REVISION,
-        }
+        """Canonical output-relevant settings (so ``sim/umm`` and ``sim/umm?skill=1`` share a cache) and
+        revision. ``judge_bias`` only when set, so the keys of every unbiased judge stay as they were."""
+        params = {"seed": str(self.settings.seed), "skill": repr(self.settings.skill)}
+        if self.settings.judge_bias:
+            params["judge_bias"] = str(self.settings.judge_bias)
+        return {"provider": self.provider, "name": MODEL_NAME, "params": params, "revision": SIM_REVISION}
 
     # -- call mechanics ---------------------------------------------------------------------------
     async def _gate(self, kind: str, *key_parts: object) -> None:
@@ -379,12 +383,15 @@ class SimBackend(Backend):
         for match in templates:
             label = match.group("label").strip(" *_")
             low, high = sorted((int(match.group("lo")), int(match.group("hi"))))
-            if label.lower() == "copy" and same_images is not None:
+            copy = label.lower() == "copy"
+            if copy and same_images is not None:
                 value = low if same_images else high
             elif agreement is None:
                 value = low + int(_unit("judge", self.settings.seed, seed, text, label) * (high - low + 1))
             else:
                 value = low + math.floor(agreement * (high - low) + 0.5)
+            if not copy:
+                value += self.settings.judge_bias
             lines.append(f"{label}: {min(high, max(low, value))}")
         return "\n".join(lines)
 
@@ -402,7 +409,7 @@ class SimBackend(Backend):
                 missing = sorted(spelled[w] for w in wanted - seen)
                 yes = len(found) / len(wanted) >= 0.5
                 reasons.append(f"seen: {', '.join(found) or 'nothing relevant'}; not seen: {', '.join(missing) or 'nothing'}")
-            answers.append("Y" if yes else "N")
+            answers.append("Y" if min(1, max(0, int(yes) + self.settings.judge_bias)) else "N")
         return json.dumps({"answer_list": answers, "reason_list": reasons})
 
     def _describe(self, scenes: list[Scene], text: str, max_tokens: int) -> str:

@@ -23,7 +23,7 @@ from umni.plugin import EDIT, GENERATE, JUDGE, UNDERSTAND, CaseSet, Graph, Headl
 from .cases import AegisCase, load_case_set, located
 from .graph import AegisHandles, build_case_graph
 from .options import AegisOptions
-from .records import AegisResult, case_record, case_views, checklist_score
+from .records import AegisResult, case_record, case_views, checklist_score, with_checklist_score
 from .summary import AegisScores, headline_parts, score_tables, summarize_records, why_no_overall
 
 
@@ -36,6 +36,9 @@ class Aegis(Protocol[AegisCase, AegisOptions, AegisResult, AegisScores]):
 
     def judgements(self, record: AegisResult) -> dict[str, float | None]:
         return checklist_score(record)
+
+    def rejudged(self, record: AegisResult, judgements: Mapping[str, float], options: AegisOptions) -> AegisResult | None:
+        return with_checklist_score(record, judgements)
 
     def bundled_cases(self) -> Path:
         from umni_cases import bundled

@@ -143,6 +143,14 @@ def checklist_score(record: AegisResult) -> dict[str, float | None]:
     return {"score": record.get("score")}
 
 
+def with_checklist_score(record: AegisResult, judgements: Mapping[str, float]) -> AegisResult:
+    """The record with its checklist score (`checklist_score`'s ``score``) replaced: a calibrated
+    judge's estimate of the fraction of Y. A case that was not scored stays unscored."""
+    if record["status"] != "scored" or "score" not in judgements:
+        return record
+    return {**record, "score": float(judgements["score"])}
+
+
 def case_views(record: AegisResult) -> list[View]:
     views: list[View] = []
     request_rows = [

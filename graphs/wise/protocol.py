@@ -23,7 +23,7 @@ from umni.plugin import GENERATE, JUDGE, CaseSet, Graph, HeadlineParts, Outcome,
 from .cases import WiseCase, load_cases, prompt_file_schema
 from .graph import WiseHandles, build_case_graph
 from .options import WiseOptions
-from .records import WiseRecord, case_record, case_views, judge_marks
+from .records import WiseRecord, case_record, case_views, judge_marks, with_marks
 from .summary import WiseScores, headline_parts, score_tables, stratum, summarize_records, why_no_overall
 
 
@@ -39,6 +39,9 @@ class Wise(Protocol[WiseCase, WiseOptions, WiseRecord, WiseScores]):
 
     def judgements(self, record: WiseRecord) -> dict[str, float | None]:
         return judge_marks(record)
+
+    def rejudged(self, record: WiseRecord, judgements: Mapping[str, float], options: WiseOptions) -> WiseRecord | None:
+        return with_marks(record, judgements)
 
     def bundled_cases(self) -> Path:
         from umni_cases import bundled

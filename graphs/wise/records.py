@@ -98,6 +98,19 @@ def judge_marks(record: WiseRecord) -> dict[str, float | None]:
     return {name: float(value) for name, value in marks.items() if isinstance(value, (int, float))}
 
 
+def with_marks(record: WiseRecord, marks: Mapping[str, float]) -> WiseRecord | None:
+    """The record with its judge's marks replaced by `marks` (those of `judge_marks`; others kept)
+    and its score made from them as the record's scoring makes it (WiScore, or the binary mark,
+    which a calibrated judge may put between 0 and 1). A prompt without marks stays unscored."""
+    if record.get("marks") is None or record.get("failure") is not None:
+        return record
+    new: dict[str, Any] = {**(record["marks"] or {}), **{k: v for k, v in marks.items() if k in (record["marks"] or {})}}
+    score = S.wiscore(**new) if record["scoring"] == "legacy" else new["score"]
+    mapped = dict(record)
+    mapped.update(marks=new, score=score)  # marks between whole marks: the record's types say int, a mapping gives floats
+    return mapped  # type: ignore[return-value]
+
+
 def case_views(record: WiseRecord) -> list[View]:
     rows = [
         ("prompt (given to the model)", record["prompt"]),

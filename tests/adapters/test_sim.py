@@ -350,6 +350,40 @@ def test_the_checklist_is_the_last_numbered_run():
     assert reply["answer_list"] == ["Y", "N", "Y"]
 
 
+def test_judge_bias_moves_every_mark_along_its_scale_clipped():
+    image = generate(sim(), "A red ball next to a blue box.")
+    template = "Rule Compliance: <0-2>\nScore: <0-1>"
+    # unbiased: 2/1, 1/1, 0/0 (test_judge_templates_are_filled_from_agreement)
+    assert judge(sim("judge_bias=1"), image, "a red ball", template) == "Rule Compliance: 2\nScore: 1"
+    assert judge(sim("judge_bias=1"), image, "a green tree", template) == "Rule Compliance: 1\nScore: 1"
+    assert judge(sim("judge_bias=-1"), image, "a red ball and a blue box", template) == "Rule Compliance: 1\nScore: 0"
+    assert judge(sim("judge_bias=-5"), image, "a red ball and a blue box", template) == "Rule Compliance: 0\nScore: 0"
+    guessed = run(sim("judge_bias=3").respond, ["Rate the answer.\nScore: <1-5>"]).text
+    unbiased = run(sim().respond, ["Rate the answer.\nScore: <1-5>"]).text
+    assert guessed == f"Score: {min(5, int(unbiased.split(': ')[1]) + 3)}"
+
+
+def test_judge_bias_moves_checklist_answers_on_the_two_mark_scale():
+    image = generate(sim(), "A red ball next to a blue box.")
+    assert json.loads(run(sim("judge_bias=1").respond, [image, CHECKLIST]).text)["answer_list"] == ["Y"] * 4
+    assert json.loads(run(sim("judge_bias=-1").respond, [image, CHECKLIST]).text)["answer_list"] == ["N"] * 4
+
+
+def test_judge_bias_leaves_the_copy_question_and_answers_alone():
+    image = generate(sim(), "A red ball next to a blue box.")
+    copy = "Is the second image the first again?\nCopy: <0-1>"
+    assert run(sim("judge_bias=1").respond, [image, image, copy]).text == "Copy: 0"
+    question = [image, "What does the image show?"]
+    assert run(sim("judge_bias=2").respond, question).text == run(sim().respond, question).text
+
+
+def test_judge_bias_is_part_of_the_identity_only_when_set():
+    base = sim().identity_hash()
+    assert sim("judge_bias=0").identity_hash() == base
+    assert sim("judge_bias=1").identity_hash() not in {base, sim("judge_bias=-1").identity_hash()}
+    assert sim("judge_bias=1").identity()["params"]["judge_bias"] == "1"
+
+
 def test_free_text_describes_image_and_prompt():
     backend = sim()
     image = generate(backend, LION)

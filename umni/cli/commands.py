@@ -225,9 +225,15 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     from umni.reporting.tables import tables_csv
 
     if args.paired:
+        if args.calibration:
+            raise InputError("--paired compares the runs' own headlines; --calibration adds estimates to the tables: give one of them")
         return _paired(args)
     runs = find_runs(args.dirs)
     tables = build_tables(runs, layout=args.layout)
+    if args.calibration:
+        from umni.reporting.calibration import calibrated_table, read_calibration
+
+        tables += calibrated_table(runs, [(path, read_calibration(path)) for path in args.calibration])
     if args.group is not None:
         order = [g.strip() for g in args.group.split(",") if g.strip()]
         tables = [t.grouped(order) for t in tables]
@@ -274,6 +280,16 @@ def _paired(args: argparse.Namespace) -> int:
         print(f"paired: {args.out / 'paired.md'}\npaired csv: {args.out / 'paired.csv'}")
     else:
         print(text, end="" if text.endswith("\n") else "\n")
+    return EXIT_OK
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from umni.reporting.calibration import calibrate, write_calibration
+
+    calibration = calibrate(args.reference, args.substitute)
+    write_calibration(calibration, args.out)
+    print(calibration.text())
+    print(f"calibration: {args.out}")
     return EXIT_OK
 
 
@@ -419,6 +435,7 @@ COMMANDS = {
     "power": cmd_power,
     "rejudge": cmd_rejudge,
     "agree": cmd_agree,
+    "calibrate": cmd_calibrate,
     "protocols": cmd_protocols,
     "view": cmd_view,
     "runs": cmd_runs,

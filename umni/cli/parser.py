@@ -103,6 +103,17 @@ def build_parser() -> argparse.ArgumentParser:
                        help="the headline difference of every pair of runs of one protocol on the cases both hold, with a 95 %% paired "
                        "bootstrap interval and a paired permutation test; over more than two runs a matrix with Holm-adjusted p-values")
 
+    board.add_argument("--calibration", action="append", default=[], type=Path, metavar="FILE",
+                       help="a judge calibration (`umni calibrate`) of the runs' judge: adds each run's reference-judge-equivalent "
+                       "headline, an estimate whose interval includes the calibration's uncertainty (repeatable: one per protocol)")
+
+    calibrate = sub.add_parser("calibrate", help="measure a substitute judge against the reference judge on the same outputs: "
+                               "agreement, the mapping of its marks, the headline's transfer error")
+    calibrate.add_argument("reference", type=Path, metavar="REFERENCE_RUN", help="the outputs judged by the judge the paper used")
+    calibrate.add_argument("substitute", type=Path, metavar="SUBSTITUTE_RUN", help="the same outputs judged by the substitute "
+                           "(`umni rejudge REFERENCE_RUN --role judge=SPEC`)")
+    calibrate.add_argument("--out", type=Path, required=True, metavar="FILE", help="the calibration file (JSON) for `umni leaderboard --calibration`")
+
     power = sub.add_parser("power", help="cases needed to tell a headline difference apart at a given power, from a run's per-case variance")
     power.add_argument("runs", type=Path, nargs="+", metavar="RUN", help="a run directory; with a second run of the same cases, the "
                        "variance of their paired differences is measured instead of assumed")

@@ -222,6 +222,14 @@ class Protocol(ABC, Generic[CaseT, OptionsT, RecordT, ScoresT]):
         """Per-case numbers that judge agreement compares (metric -> value; None when failed)."""
         return {}
 
+    def rejudged(self, record: RecordT, judgements: Mapping[str, float], options: OptionsT) -> RecordT | None:
+        """The record as it would read had its judge given `judgements` (keys and scale of
+        `judgements`; a metric left out keeps its value) instead of its own marks, so that
+        `headline_parts` of such records is the headline a judge calibration estimates (marks
+        mapped onto another judge's, which may fall between whole marks). None (the default):
+        the protocol cannot say, and no calibrated headline is made for it."""
+        return None
+
     def parse_options(self, pairs: dict[str, str]) -> OptionsT:
         """The options model from ``--option key=value`` pairs; ConfigError naming the bad field."""
         try:

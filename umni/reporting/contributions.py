@@ -84,9 +84,13 @@ class CaseParts:
 
         out = np.empty(draws.shape[0])
         for start in range(0, draws.shape[0], CHUNK):
-            times = draw_counts(draws[start:start + CHUNK], self.n)
-            out[start:start + CHUNK] = _weighted_ratio(self.weights, times @ self.values, times @ self.counts)
+            out[start:start + CHUNK] = self.counted(draw_counts(draws[start:start + CHUNK], self.n))
         return out
+
+    def counted(self, times: np.ndarray) -> np.ndarray:
+        """The headline of each row of `times` (rows x cases: how often each case counts, 0 to
+        leave it out); NaN where a weighted component gets no count."""
+        return _weighted_ratio(self.weights, times @ self.values, times @ self.counts)
 
     def contributions(self) -> np.ndarray:
         """Each case's contribution: its values over the components' total counts, weighted; they
