@@ -246,3 +246,9 @@ def test_one_run_whose_pools_do_not_fit_together_takes_turns(tmp_path: Path) -> 
     # the same command again: every case is finished, so no pool is loaded
     run("turns", "&placement=ray&cpus=1", "&placement=ray&cpus=2", "--ray", "auto")
     assert (turns / "events.jsonl").read_text().count('"pool.load"') == 2
+    # a run whose images were made by an earlier `--phase generate,edit` loads only the judge
+    resumed = run("resumed", "&placement=ray&cpus=1", "&placement=ray&cpus=2", "--ray", "auto", "--phase", "generate,edit")
+    run("resumed", "&placement=ray&cpus=1", "&placement=ray&cpus=2", "--ray", "auto")
+    loads = [json.loads(line)["spec"] for line in (resumed / "events.jsonl").read_text().splitlines() if '"pool.load"' in line]
+    assert [spec.split("skill=")[1].split("&")[0] for spec in loads] == ["0.7"]
+    assert (resumed / "results.jsonl").read_bytes() == (plain / "results.jsonl").read_bytes()

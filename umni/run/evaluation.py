@@ -214,30 +214,36 @@ async def _compute(
 ) -> RunStats:
     """Run the jobs. A run whose Ray pools the cluster cannot hold at once takes turns as a sweep's
     runs do (`umni.run.turns`): one pass over its cases per stage of `plan_stages` (the generator's
-    roles, then the judge's), each with only that stage's pools loaded and the others released,
-    again while a round of passes leaves a stage's nodes waiting and finishes some (a judge's verdict
-    that drives another edit).
-    Otherwise the runner runs them once, each backend started at its first node."""
+    roles, then the judge's), each with only that stage's pools loaded and the others released.
+    A first pass with no pool finds which stages have work: a stage runs only when the pass before
+    it held back nodes of its roles (a resumed run whose images are all made loads no generator),
+    and the stages go round again while one holds back work for another (a judge's verdict that
+    drives another edit). Otherwise the runner runs the jobs once, each backend started at its
+    first node."""
     bound = _roles_in_order(request, prepared, jobs)
     stages = plan_stages(bound) if request.ray else None
     if stages is None or len(stages) == 1:
         return await runner.run(jobs, record)
     done = runner.progress.cases_done
-    left: int | None = None
-    while True:
-        for stage in stages:
-            runner.next_pass(stage.roles)
-            runner.progress.cases_done = done
 
-            async def one(_: int) -> None:
-                await runner.run(jobs, record)
+    async def one(_: int) -> None:
+        runner.progress.cases_done = done
+        await runner.run(jobs, record)
 
-            await in_turns(events, [stage.pools], one)
-        pending = runner.stats.statuses["pending"]
-        waiting = {role for role, n in runner.held_back.items() if n} & set(bound)  # not --phase's others
-        if not waiting or pending == left:
-            return runner.stats
-        left = pending
+    anywhere = frozenset.intersection(*(stage.roles or frozenset() for stage in stages))
+    runner.next_pass(anywhere)
+    await one(0)
+    idle, turn = 0, 0
+    while idle < len(stages):  # every stage passed over in a row: none has work left
+        stage = stages[turn % len(stages)]
+        turn += 1
+        if not set(runner.held_back) & ((stage.roles or frozenset()) - anywhere):
+            idle += 1
+            continue
+        idle = 0
+        runner.next_pass(stage.roles)
+        await in_turns(events, [stage.pools], one)
+    return runner.stats
 
 
 def _roles_in_order(request: RunConfig, prepared: Prepared, jobs: list[CaseJob]) -> dict[str, Backend]:
