@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -223,6 +224,11 @@ def test_one_run_whose_pools_do_not_fit_together_takes_turns(tmp_path: Path) -> 
     model, judge = "sim/umm?skill=0.5", "sim/umm?skill=0.7"
 
     def run(name: str, gen: str, und: str, *extra: str) -> Path:
+        # a pool started at its first node (a run that fits, a --phase run) asks for its room at
+        # once: wait until Ray has freed what the pools before it held (it does so a moment later)
+        deadline = time.monotonic() + 30
+        while ray.available_resources().get("CPU", 0.0) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
         out = tmp_path / name
         args = ["run", "umnibench", "--limit", "3", "--quiet", "--model", model + gen, "--role", f"understand={judge}{und}",
                 "--out", str(out), "--cache", str(tmp_path / f"{name}-cache"), *extra]
