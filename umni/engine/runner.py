@@ -170,9 +170,10 @@ class Runner:
         self._draining = False
         #: each backend's identity per role as keys hold it, made at its first key (settled before the run starts)
         self._identities: dict[tuple[int, str | None], str] = {}
-        #: in a run made of passes (`next_pass`): what each key's computation gave in an earlier pass
-        #: (None: a result, in the store; else the failure), and the nodes whose failure is replayed now
-        self._earlier: dict[str, Outcome | None] | None = None
+        #: in a run made of passes (`next_pass`): what a node's computation gave in an earlier pass, by
+        #: (case id, node id) (None: a result, in the store; else the failure), and the nodes whose
+        #: failure is replayed now
+        self._earlier: dict[tuple[str, str], Outcome | None] | None = None
         self._replayed: set[tuple[str, str]] = set()
         #: role -> nodes the phase held back, ready but of another role (this pass's)
         self.held_back: Counter[str] = Counter()
@@ -339,8 +340,8 @@ class Runner:
                 hit: dict[str, Any] | None, *, checked: bool = False) -> Outcome | None:
         """After the lookup: what an earlier pass made, a hit, a refusal (frozen role, another phase), shared
         work, or a lane slot. `checked`: the hit's image was already found in the blob store (`_look_up`)."""
-        if self._earlier is not None and key in self._earlier:
-            earlier = self._earlier[key]
+        if self._earlier is not None and (run.job.case_id, node.id) in self._earlier:
+            earlier = self._earlier[run.job.case_id, node.id]
             if earlier is not None:
                 self._replayed.add((run.job.case_id, node.id))
                 return replace(earlier, node=node.id)
@@ -442,9 +443,16 @@ class Runner:
         """Finish the node, and every node of any runner that was waiting on the same work; `spent`
         (backend and usage of a failed computation) goes into the node's failure event."""
         waiters = self._inflight.pop(key, [])
-        if self._earlier is not None:
-            self._earlier[key] = None if outcome.ok else outcome
+        self._remember(run, outcome)
         self._finish(run, outcome, spent)
         for other_runner, other_run, other_id in waiters:
             status: Status = "cached" if outcome.ok else "failed"
-            other_runner._finish(other_run, replace(outcome, node=other_id, status=status))
+            shared = replace(outcome, node=other_id, status=status)
+            other_runner._remember(other_run, shared)
+            other_runner._finish(other_run, shared)
+
+    def _remember(self, run: _CaseRun, outcome: Outcome) -> None:
+        """In a run made of passes, what this pass computed or failed, for the passes after it (a
+        node that shared another's result finds it in the store then, as it would have)."""
+        if self._earlier is not None and outcome.status != "cached":
+            self._earlier[run.job.case_id, outcome.node] = None if outcome.ok else outcome
