@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -214,3 +215,46 @@ def test_a_placement_no_node_can_take_is_refused_at_once(params: str, message: s
     pool = create_backend(Spec.parse(f"sim/umm?placement=ray&{params}"))
     with pytest.raises(ConfigError, match=message):
         asyncio.run(pool.ensure_started())
+
+
+def test_one_run_whose_pools_do_not_fit_together_takes_turns(tmp_path: Path) -> None:
+    """Issue 35 item 7: `umni run` with its model on 1 CPU and its understand role on 2 CPUs of a 2-CPU
+    cluster cannot hold both pools at once; it runs the model's nodes, releases it, then loads the
+    judge, each pool once, and writes the results and counts of the run where both fit."""
+    model, judge = "sim/umm?skill=0.5", "sim/umm?skill=0.7"
+
+    def run(name: str, gen: str, und: str, *extra: str) -> Path:
+        # a pool started at its first node (a run that fits, a --phase run) asks for its room at
+        # once: wait until Ray has freed what the pools before it held (it does so a moment later)
+        deadline = time.monotonic() + 30
+        while ray.available_resources().get("CPU", 0.0) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        out = tmp_path / name
+        args = ["run", "umnibench", "--limit", "3", "--quiet", "--model", model + gen, "--role", f"understand={judge}{und}",
+                "--out", str(out), "--cache", str(tmp_path / f"{name}-cache"), *extra]
+        assert main(args) == 0
+        return out
+
+    turns = run("turns", "&placement=ray&cpus=1", "&placement=ray&cpus=2", "--ray", "auto")
+    fits = run("fits", "&placement=ray&cpus=1", "&placement=ray&cpus=1", "--ray", "auto")
+    plain = run("plain", "", "")
+    assert (turns / "results.jsonl").read_bytes() == (plain / "results.jsonl").read_bytes() == (fits / "results.jsonl").read_bytes()
+    counts = [json.loads((out / "summary.json").read_text())["counts"] for out in (turns, fits, plain)]
+    assert counts[0] == counts[1] == counts[2] and counts[0]["computed"] > 0 and counts[0]["cached"] == 0
+    nodes = [json.loads((out / "summary.json").read_text())["this_invocation"]["nodes"] for out in (turns, plain)]
+    assert nodes[0] == nodes[1]
+
+    events = [json.loads(line) for line in (turns / "events.jsonl").read_text().splitlines()]
+    pools = [(e["event"], e["spec"].split("skill=")[1].split("&")[0]) for e in events if e["event"] in ("pool.load", "pool.release")]
+    assert pools == [("pool.load", "0.5"), ("pool.release", "0.5"), ("pool.load", "0.7"), ("pool.release", "0.7")]
+    loaded = [e["event"] for e in events if e["event"] == "pool.load"]
+    assert len(loaded) == 2 and not any(e.get("early") for e in events)
+    # the same command again: every case is finished, so no pool is loaded
+    run("turns", "&placement=ray&cpus=1", "&placement=ray&cpus=2", "--ray", "auto")
+    assert (turns / "events.jsonl").read_text().count('"pool.load"') == 2
+    # a run whose images were made by an earlier `--phase generate,edit` loads only the judge
+    resumed = run("resumed", "&placement=ray&cpus=1", "&placement=ray&cpus=2", "--ray", "auto", "--phase", "generate,edit")
+    run("resumed", "&placement=ray&cpus=1", "&placement=ray&cpus=2", "--ray", "auto")
+    loads = [json.loads(line)["spec"] for line in (resumed / "events.jsonl").read_text().splitlines() if '"pool.load"' in line]
+    assert [spec.split("skill=")[1].split("&")[0] for spec in loads] == ["0.7"]
+    assert (resumed / "results.jsonl").read_bytes() == (plain / "results.jsonl").read_bytes()

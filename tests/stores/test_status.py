@@ -49,7 +49,7 @@ def test_a_sharded_run_shows_its_shards(tmp_path: Path, capsys: pytest.CaptureFi
     capsys.readouterr()
     assert main(["status", str(tmp_path / "r")]) == 0  # not assembled yet: its shards are shown
     out = capsys.readouterr().out.splitlines()
-    assert out[0].startswith("r-shard1of2  done") and out[-1] == "1 done, 0 running, 0 pending"
+    assert out[0].startswith("r-shard1of2  done") and out[1:] == ["1 done, 0 running, 0 pending", "split into 2 shards: 1 of 2 done, shard(s) 2/2 not run"]
     assert main(["status", str(tmp_path / "nothing")]) == 2
 
 
@@ -72,3 +72,31 @@ def test_a_store_shows_its_results_writers_and_blobs(tmp_path: Path, store, caps
     assert blobs and int(blobs[0].split()[1]) == sum(1 for _ in (tmp_path / "blobs").rglob("*.png")) > 0
     status = status_of(store.cache, now=time.time() + 3600)  # an hour later every writer is idle
     assert status.counts == {"writing": 0, "idle": 2} and status.to_json()["kind"] == "store"
+
+
+def test_a_run_whose_name_holds_glob_characters_shows_its_shards(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 34 item 9: an --out named `sh[1]` is a name, not a pattern."""
+    out = tmp_path / "sh[1]"
+    common = ["run", "umnibench", "--limit", "2", "--quiet", "--model", "sim/umm", "--out", str(out), "--cache", str(tmp_path / "c")]
+    assert main([*common, "--shard", "1/2"]) == 0
+    capsys.readouterr()
+    assert main(["status", str(out)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("sh[1]-shard1of2  done") and "1 done, 0 running, 0 pending" in lines
+
+
+def test_shards_of_different_splits_are_listed_as_separate_sets(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 34 item 9: shards 1/2 and 2/2 are one split (complete), 1/3 another (1 of 3 shards done);
+    each set is listed on its own and says whether its every shard is done."""
+    out = tmp_path / "r"
+    common = ["run", "umnibench", "--limit", "3", "--quiet", "--model", "sim/umm", "--out", str(out), "--cache", str(tmp_path / "c")]
+    for part in ("1/3", "2/2", "1/2"):
+        assert main([*common, "--shard", part]) == 0
+    capsys.readouterr()
+    assert main(["status", str(out)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in lines[:3]] == ["r-shard1of2", "r-shard2of2", "r-shard1of3"]
+    assert "split into 2 shards: 2 of 2 done (complete)" in lines
+    assert "split into 3 shards: 1 of 3 done, shard(s) 2/3, 3/3 not run" in lines
+    status = status_of(out)
+    assert [item["split"] for item in status.items] == ["2", "2", "3"]

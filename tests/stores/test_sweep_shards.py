@@ -104,3 +104,30 @@ def test_a_bad_slurm_option_is_refused(tmp_path: Path, capsys: pytest.CaptureFix
     path.write_text("protocols: [umnibench]\nmodels: [sim/umm]\nslurm: {array: '1-3'}\n")
     assert main(["sweep", str(path), "--emit", "slurm"]) == 2
     assert "slurm option 'array'" in capsys.readouterr().err
+
+
+def test_case_shard_folders_are_parts_of_a_run_not_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 34 item 3: after a sweep of `shards: 2` ran as `--shard I/N` tasks, `umni leaderboard`,
+    `umni runs` and the viewer list the 4 assembled runs, never the `-shardIofN` folders beside them
+    (those are parts of a run: run.json names their --shard); a shard folder named itself is still read."""
+    from umni.reporting.runset import find_runs
+    from umni.reporting.viewer_data import ViewerData
+
+    split = sweep_file(tmp_path, "split", "c-split")
+    for i in (1, 2, 3):
+        assert main(["sweep", str(split), "--shard", f"{i}/3"]) == 0
+    out = tmp_path / "split"
+    parts = sorted(p.parent for p in out.glob("umnibench/*-shard*of2/summary.json"))
+    assert len(parts) == 8  # the parts are there, each a finished folder of its own
+    runs = [r.path for r in find_runs([out])]
+    assert len(runs) == 4 and not any("-shard" in str(p) for p in runs)
+    capsys.readouterr()
+    assert main(["leaderboard", str(out)]) == 0
+    board = capsys.readouterr().out
+    header = next(line for line in board.splitlines() if line.startswith("| Stage |"))
+    assert header.count("sim/umm") == 4 and "shard" not in board
+    assert main(["runs", str(out)]) == 0
+    listed = capsys.readouterr().out
+    assert "-shard" not in listed and len([line for line in listed.splitlines() if "umnibench" in line]) == 4
+    assert sorted(r.run.path for r in ViewerData([out]).runs) == sorted(runs)
+    assert [r.path for r in find_runs([parts[0]])] == [parts[0]]  # named itself: read as asked

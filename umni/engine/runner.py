@@ -170,6 +170,27 @@ class Runner:
         self._draining = False
         #: each backend's identity per role as keys hold it, made at its first key (settled before the run starts)
         self._identities: dict[tuple[int, str | None], str] = {}
+        #: in a run made of passes (`next_pass`): what a node's computation gave in an earlier pass, by
+        #: (case id, node id) (None: a result, in the store; else the failure), and the nodes whose
+        #: failure is replayed now
+        self._earlier: dict[tuple[str, str], Outcome | None] | None = None
+        self._replayed: set[tuple[str, str]] = set()
+        #: role -> nodes the phase held back, ready but of another role (this pass's)
+        self.held_back: Counter[str] = Counter()
+
+    def next_pass(self, phase: frozenset[str] | None) -> None:
+        """Ready the runner to run the same cases again, computing only the nodes of `phase`'s roles
+        (a run that takes turns: its generator's pass, then its judge's, `umni.run.turns.plan_stages`).
+        What an earlier pass computed counts as computed, not cached, and a failure stays that
+        failure without its backend, released since, being called again; node counts start afresh
+        so that each node is counted once, by the last pass (calls and usage add up)."""
+        if self._earlier is None:
+            self._earlier = {}
+        self.phase = phase
+        self.stats.statuses.clear()
+        self.stats.failures.clear()
+        self.stats.role_statuses.clear()
+        self.held_back.clear()
 
     # ------------------------------------------------------------------ public
     async def run(self, jobs: Iterable[CaseJob], on_case_done: CaseDone | None = None) -> RunStats:
@@ -317,8 +338,15 @@ class Runner:
 
     def _settle(self, run: _CaseRun, node: Node, key: str, kind: Kind, backend: Backend | None, policy: CachePolicy,
                 hit: dict[str, Any] | None, *, checked: bool = False) -> Outcome | None:
-        """After the lookup: a hit, a refusal (frozen role, another phase), shared work, or a lane slot.
-        `checked`: the hit's image was already found in the blob store (`_look_up`)."""
+        """After the lookup: what an earlier pass made, a hit, a refusal (frozen role, another phase), shared
+        work, or a lane slot. `checked`: the hit's image was already found in the blob store (`_look_up`)."""
+        if self._earlier is not None and (run.job.case_id, node.id) in self._earlier:
+            earlier = self._earlier[run.job.case_id, node.id]
+            if earlier is not None:
+                self._replayed.add((run.job.case_id, node.id))
+                return replace(earlier, node=node.id)
+            if hit is not None:
+                return Outcome(node.id, "computed", output=hit, fingerprint=kind.fingerprint(hit))
         if hit is not None and (checked or self.inputs.blobs_present(hit)):
             self.events.emit("node.cached", case=run.job.case_id, node=node.id, key=key)
             return Outcome(node.id, "cached", output=hit, fingerprint=kind.fingerprint(hit))
@@ -326,6 +354,7 @@ class Runner:
             message = f"node '{node.id}' (role {node.role}) has no cached result, and this run may not call role '{node.role}'"
             return failed(node.id, "input", message)
         if self.phase is not None and node.role is not None and node.role not in self.phase:
+            self.held_back[node.role] += 1
             return Outcome(node.id, "pending")  # another phase's work: left for a later run
         if key in self._inflight:  # the same work is already running for another node: share it
             self._inflight[key].append((self, run, node.id))
@@ -344,8 +373,11 @@ class Runner:
         self.progress.bump(outcome.status)
         if outcome.failure is not None:
             self.stats.failures[outcome.failure.kind] += 1
-            fields = {f"failure_{k}": v for k, v in outcome.failure.to_json().items()}
-            self.events.emit("node.failed", case=run.job.case_id, node=outcome.node, **fields, **(spent or {}))
+            if (run.job.case_id, outcome.node) in self._replayed:  # logged by the pass that met it
+                self._replayed.discard((run.job.case_id, outcome.node))
+            else:
+                fields = {f"failure_{k}": v for k, v in outcome.failure.to_json().items()}
+                self.events.emit("node.failed", case=run.job.case_id, node=outcome.node, **fields, **(spent or {}))
         for child in run.dependents[outcome.node]:
             run.waiting[child] -= 1
             if run.waiting[child] == 0:
@@ -411,7 +443,16 @@ class Runner:
         """Finish the node, and every node of any runner that was waiting on the same work; `spent`
         (backend and usage of a failed computation) goes into the node's failure event."""
         waiters = self._inflight.pop(key, [])
+        self._remember(run, outcome)
         self._finish(run, outcome, spent)
         for other_runner, other_run, other_id in waiters:
             status: Status = "cached" if outcome.ok else "failed"
-            other_runner._finish(other_run, replace(outcome, node=other_id, status=status))
+            shared = replace(outcome, node=other_id, status=status)
+            other_runner._remember(other_run, shared)
+            other_runner._finish(other_run, shared)
+
+    def _remember(self, run: _CaseRun, outcome: Outcome) -> None:
+        """In a run made of passes, what this pass computed or failed, for the passes after it (a
+        node that shared another's result finds it in the store then, as it would have)."""
+        if self._earlier is not None and outcome.status != "cached":
+            self._earlier[run.job.case_id, outcome.node] = None if outcome.ok else outcome

@@ -34,7 +34,7 @@ from umni.reporting.leaderboard import Run, build_tables, find_runs, label_runs,
 from umni.reporting.pricing import Price, default_price_file, load_prices, usage_cost
 from umni.store.blobs import Blobs
 from umni.store.imageref import ImageRef
-from umni.store.runfolder import RESULTS_JSONL, SUMMARY_JSON, RunFolder
+from umni.store.runfolder import RESULTS_JSONL, SUMMARY_JSON, RunFolder, run_folders
 from umni.store.urls import check_blobs, describe, open_blobs, run_blobs_location
 from umni.util.errors import InputError, StorageError, UmniError
 from umni.util.secrets import scrub
@@ -465,7 +465,7 @@ class ViewerData:
 
 
 def _has_summary(path: Path) -> bool:
-    return RunFolder(path).summary_json.exists() or next(Path(path).rglob(SUMMARY_JSON), None) is not None
+    return bool(run_folders(path, SUMMARY_JSON))
 
 
 def node_facts(events: Path, case_id: str) -> dict[str, dict[str, Any]]:

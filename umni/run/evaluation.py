@@ -19,6 +19,8 @@ from typing import Any, NamedTuple
 from umni.backends.bindings import Bindings
 from umni.backends.contract import Backend
 from umni.backends.placement import connect
+from umni.backends.roles import DERIVED_ROLES
+from umni.engine.kinds.base import RunStats
 from umni.engine.runner import CaseJob, LanePool, Runner
 from umni.engine.transcript import case_transcript
 from umni.graph.graph import Graph, ImageFile
@@ -31,12 +33,14 @@ from umni.run.preflight import settle
 from umni.run.rundir import RunDir
 from umni.run.servers import ServerLog
 from umni.run.summary import add_cumulative, build_summary
+from umni.run.turns import in_turns, plan_stages
 from umni.store.cache import Cache, RunStore
 from umni.store.hashing import fingerprint
 from umni.store.location import default_cache_dir  # noqa: F401 - also importable from here
 from umni.store.runfolder import CaseFiles, Lineage, Manifest, RunFolder, Summary
 from umni.store.urls import describe
 from umni.util.errors import ConfigError, InputError, UmniError
+from umni.util.events import EventLog
 from umni.util.filehash import file_sha256, files_sha256
 from umni.util.progress import Progress
 from umni.util.sharding import Shard, parse_shard
@@ -152,6 +156,9 @@ async def evaluate_async(
     """The async core of `evaluate`; sweeps call it for many runs at once with shared lanes and cache.
 
     `lineage` is recorded in run.json and summary.json (a re-judged run names the run it came from).
+    `close_backends`: the run owns its backends, so it also loads its Ray pools in turns when they
+    do not fit the cluster together (`_compute`); a sweep, which shares them, passes False and takes
+    the turns itself (`umni.run.turns.take_turns`).
     """
     protocol, options, case_set, bindings = prepared
     if request.ray:
@@ -176,7 +183,13 @@ async def evaluate_async(
         try:
             with runner.progress, servers:
                 # a finished run starts no backend: resuming a done sweep loads no model
-                stats = await runner.run(jobs, _recorder(prepared, cases, run_dir)) if jobs else runner.stats
+                record = _recorder(prepared, cases, run_dir)
+                if not jobs:
+                    stats = runner.stats
+                elif close_backends:  # its own backends: its own turns
+                    stats = await _compute(request, prepared, runner, jobs, record, run_dir.events)
+                else:
+                    stats = await runner.run(jobs, record)
         finally:
             if close_backends:
                 for backend in bindings.unique():
@@ -193,6 +206,54 @@ async def evaluate_async(
         run_dir.finish(protocol, summary, records, store.blobs, cases=positions.keys())
         run_dir.events.emit("run.end", counts=summary.counts.model_dump(), failures=summary.failures)
     return RunResult(out, summary)
+
+
+async def _compute(
+    request: RunConfig, prepared: Prepared, runner: Runner, jobs: list[CaseJob],
+    record: Callable[[CaseJob, Graph, dict[str, Outcome]], None], events: EventLog,
+) -> RunStats:
+    """Run the jobs. A run whose Ray pools the cluster cannot hold at once takes turns as a sweep's
+    runs do (`umni.run.turns`): one pass over its cases per stage of `plan_stages` (the generator's
+    roles, then the judge's), each with only that stage's pools loaded and the others released.
+    A first pass with no pool finds which stages have work: a stage runs only when the pass before
+    it held back nodes of its roles (a resumed run whose images are all made loads no generator),
+    and the stages go round again while one holds back work for another (a judge's verdict that
+    drives another edit). Otherwise the runner runs the jobs once, each backend started at its
+    first node."""
+    bound = _roles_in_order(request, prepared, jobs)
+    stages = plan_stages(bound) if request.ray else None
+    if stages is None or len(stages) == 1:
+        return await runner.run(jobs, record)
+    done = runner.progress.cases_done
+
+    async def one(_: int) -> None:
+        runner.progress.cases_done = done
+        await runner.run(jobs, record)
+
+    anywhere = frozenset.intersection(*(stage.roles or frozenset() for stage in stages))
+    runner.next_pass(anywhere)
+    await one(0)
+    idle, turn = 0, 0
+    while idle < len(stages):  # every stage passed over in a row: none has work left
+        stage = stages[turn % len(stages)]
+        turn += 1
+        if not set(runner.held_back) & ((stage.roles or frozenset()) - anywhere):
+            idle += 1
+            continue
+        idle = 0
+        runner.next_pass(stage.roles)
+        await in_turns(events, [stage.pools], one)
+    return runner.stats
+
+
+def _roles_in_order(request: RunConfig, prepared: Prepared, jobs: list[CaseJob]) -> dict[str, Backend]:
+    """The run's roles (those of `--phase` alone, when given) with their backends, in the order the
+    first case's graph reaches them, then the others bound: the order a run's stages take."""
+    graph = jobs[0].build()
+    reached = [role for nid in graph.validate() if (role := graph.nodes[nid].role)]
+    bindings = prepared.bindings
+    roles = dict.fromkeys([*reached, *bindings.roles(), *(r for r in DERIVED_ROLES if r in bindings)])
+    return {role: bindings[role] for role in roles if role in bindings and (not request.phase or role in request.phase)}
 
 
 def has_work(request: RunConfig, prepared: Prepared) -> bool:
@@ -214,6 +275,11 @@ def has_work(request: RunConfig, prepared: Prepared) -> bool:
         store.close()
     protocol = prepared.protocol
     return any(protocol.case_id(c) not in done for c in _cases_of(request, prepared, shard))
+
+
+def needed_backends(requests: Sequence[RunConfig], prepared: Sequence[Prepared]) -> list[list[Backend]]:
+    """The backends each run of a sweep needs loaded: its bindings', or none when it has no case left to run."""
+    return [list(p.bindings.unique()) if has_work(r, p) else [] for r, p in zip(requests, prepared, strict=True)]
 
 
 def _cases_of(request: RunConfig, prepared: Prepared, shard: Shard | None) -> Sequence[Any]:

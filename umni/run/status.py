@@ -24,6 +24,7 @@ from umni.store.census import is_store, take_census
 from umni.store.runfolder import RunFolder, Summary
 from umni.store.urls import check_results, is_url
 from umni.util.errors import InputError
+from umni.util.sharding import Shard, shard_folders
 
 
 @dataclass
@@ -39,8 +40,9 @@ class Status:
     totals_label: str = "finished"
     notes: list[str] = field(default_factory=list)  # lines printed after the totals (a store's blobs)
 
-    def add(self, name: str, state: str, detail: str, age: float | None = None) -> None:
-        self.items.append({"name": name, "state": state, "detail": detail, "age": None if age is None else round(age, 1)})
+    def add(self, name: str, state: str, detail: str, age: float | None = None, **more: Any) -> None:
+        """One line; `more` goes into its item as it is (a shard's ``split``)."""
+        self.items.append({"name": name, "state": state, "detail": detail, "age": None if age is None else round(age, 1), **more})
         self.lines.append(f"{name}  {state:8} {detail}")
 
     def to_json(self) -> dict[str, Any]:
@@ -57,7 +59,7 @@ def status_of(location: str | Path, now: float | None = None, *, blobs: str | No
         return _store_status(location, blobs, now)
     if (path / "units" / "plan.json").is_file():
         return _sweep_status(path, now)
-    if RunFolder(path).run_json.is_file() or any(path.parent.glob(f"{path.name}-shard*of*")):
+    if RunFolder(path).run_json.is_file() or shard_folders(path):
         return _run_status(path, now)  # a run directory, or the one its shards will assemble into
     raise InputError(
         "not a split sweep's folder (no units/plan.json), a run directory (no run.json) nor a result store (no cache.db)",
@@ -116,28 +118,52 @@ def _sweep_status(path: Path, now: float) -> Status:
 
 
 def _run_status(path: Path, now: float) -> Status:
+    """The run, then its shard directories split by split (1/2 and 2/2 are one set, 1/3 another),
+    with a note per split saying how many of its shards are done and whether it is complete."""
     status = Status(counts={"done": 0, "running": 0, "pending": 0}, kind="run")
-    dirs = [path, *sorted(path.parent.glob(f"{path.name}-shard*of*"))]
-    for folder in dirs:
-        files = RunFolder(folder)
-        if not files.run_json.is_file():
-            continue
-        complete, total = _cases(files)
-        age = now - files.events_jsonl.stat().st_mtime if files.events_jsonl.is_file() else None
-        summary = _summary(files)
-        if summary is not None and complete == total:
-            state = "done"
-            for key, value in summary.counts.model_dump().items():
-                if isinstance(value, int) and folder == path:
-                    status.totals[key] = value
-        elif age is not None and age < 3 * HEARTBEAT_S:
-            state = "running"
-        else:
-            state = "pending"
-        status.counts[state] += 1
-        last = f", last event {age:.0f}s ago" if age is not None else ""
-        status.add(folder.name, state, f"{complete}/{total} cases finished{last}", age)
+    _run_line(status, path, path, now)
+    splits: dict[int, dict[int, str]] = {}
+    for shard, folder in shard_folders(path):
+        state = _run_line(status, path, folder, now, split=str(shard.count))
+        if state is not None:
+            splits.setdefault(shard.count, {})[shard.index] = state
+    for count, states in splits.items():
+        status.notes.append(_split_note(count, states))
     return status
+
+
+def _run_line(status: Status, path: Path, folder: Path, now: float, **more: Any) -> str | None:
+    """The line of one run directory (`path` itself or one of its shards); its state, None without run.json."""
+    files = RunFolder(folder)
+    if not files.run_json.is_file():
+        return None
+    complete, total = _cases(files)
+    age = now - files.events_jsonl.stat().st_mtime if files.events_jsonl.is_file() else None
+    summary = _summary(files)
+    if summary is not None and complete == total:
+        state = "done"
+        for key, value in summary.counts.model_dump().items():
+            if isinstance(value, int) and folder == path:
+                status.totals[key] = value
+    elif age is not None and age < 3 * HEARTBEAT_S:
+        state = "running"
+    else:
+        state = "pending"
+    status.counts[state] += 1
+    last = f", last event {age:.0f}s ago" if age is not None else ""
+    status.add(folder.name, state, f"{complete}/{total} cases finished{last}", age, **more)
+    return state
+
+
+def _split_note(count: int, states: dict[int, str]) -> str:
+    """``split into 3 shards: 1 of 3 done, shard(s) 2/3, 3/3 not run``; ``(complete)`` when all are done."""
+    done = sum(1 for s in states.values() if s == "done")
+    said = [f"{done} of {count} done"]
+    said += [f"{n} {state}" for state in ("running", "pending") if (n := sum(1 for s in states.values() if s == state))]
+    missing = [str(Shard(i, count)) for i in range(1, count + 1) if i not in states]
+    if missing:
+        said.append(f"shard(s) {', '.join(missing)} not run")
+    return f"split into {count} shards: " + ", ".join(said) + (" (complete)" if done == count else "")
 
 
 def _cases(folder: RunFolder) -> tuple[int, int]:

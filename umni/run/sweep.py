@@ -19,11 +19,11 @@ from umni.engine.runner import LanePool
 from umni.reporting.leaderboard import build_tables, write_leaderboard
 from umni.reporting.pool_hours import pools_held
 from umni.run.config import RunConfig, build_config
-from umni.run.evaluation import RunResult, default_cache_dir, evaluate_async, prepare
+from umni.run.evaluation import RunResult, default_cache_dir, evaluate_async, needed_backends, prepare
 from umni.run.preflight import preflight
 from umni.run.slurm import connection_note, slurm_script
 from umni.run.sweep_file import SweepFile, expand, load_sweep, planned_settings, run_settings, unit_request, work_units
-from umni.run.turns import needed_backends, take_turns
+from umni.run.turns import take_turns
 from umni.run.units import HEARTBEAT_S, Heartbeat, Unit, UnitBook, UnitUpdate, select, unit_weights
 from umni.store.cache import Cache
 from umni.store.locks import Held, exclusive

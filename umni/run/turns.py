@@ -14,12 +14,16 @@ A pool that can never fit (more CPUs or GPUs than the nodes its labels select ha
 its labels) is refused before any run starts. Backends that are not Ray pools take no turn: their
 runs start at once. Every load and release goes into ``events.jsonl`` of the sweep's folder
 (``pool.load`` / ``pool.release`` with the seconds held and the CPU- and GPU-hours of that hold).
+
+One run takes turns the same way when its own pools do not fit together (a generator and a judge of
+8 GPUs each on one 8-GPU node): `plan_stages` cuts it into stages, each a pass over its cases that
+computes only its stage's roles, run through `in_turns` one after another (`umni.run.evaluation`).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,8 +32,6 @@ import anyio
 
 from umni.backends.contract import Backend
 from umni.backends.placement import RayPool, connect
-from umni.run.config import RunConfig
-from umni.run.evaluation import Prepared, has_work
 from umni.store.runfolder import EVENTS_JSONL
 from umni.util.errors import ConfigError
 from umni.util.events import EventLog
@@ -47,21 +49,59 @@ async def take_turns(
     """Run `work(index)` for each run (`runs[index]`: the backends it binds): all at once when none is
     a Ray pool, else in turns (`Turns`), logging each pool's loads into ``out/events.jsonl``."""
     if not any(pools_of(backends) for backends in runs):
-        async with anyio.create_task_group() as tg:
-            for index in range(len(runs)):
-                tg.start_soon(work, index)
+        await in_turns(EventLog(None), runs, work)
         return
     connect(ray or "auto")
     events = EventLog(out / EVENTS_JSONL)  # the sweep folder keeps its event log as a run folder does
     try:
-        await Turns(runs, events).run(work)
+        await in_turns(events, runs, work)
     finally:
         events.close()
 
 
-def needed_backends(requests: Sequence[RunConfig], prepared: Sequence[Prepared]) -> list[list[Backend]]:
-    """The backends each run needs loaded: its bindings', or none when it has no case left to run."""
-    return [list(p.bindings.unique()) if has_work(r, p) else [] for r, p in zip(requests, prepared, strict=True)]
+async def in_turns(events: EventLog, runs: Sequence[Sequence[Backend]], work: Callable[[int], Coroutine[Any, Any, None]]) -> None:
+    """`take_turns` on a connected cluster, each pool's loads logged into `events` (a sweep's log,
+    or a run's own when one run takes turns: `plan_stages`)."""
+    if not any(pools_of(backends) for backends in runs):
+        async with anyio.create_task_group() as tg:
+            for index in range(len(runs)):
+                tg.start_soon(work, index)
+        return
+    await Turns(runs, events).run(work)
+
+
+@dataclass(frozen=True)
+class Stage:
+    """A part of one run that takes its own turn: the roles whose nodes it computes (None: every
+    role, the run in one piece) and the pools it needs loaded."""
+
+    roles: frozenset[str] | None
+    pools: list[RayPool]
+
+
+def plan_stages(bound: Mapping[str, Backend]) -> list[Stage] | None:
+    """How one run takes turns. `bound`: role -> backend, in the order the run's graph reaches the
+    roles. None when no role is on a Ray pool (nothing takes a turn); one stage when the cluster can
+    hold every pool at once; else the pools in that order, cut into stages whose pools fit the
+    cluster together (a generator's stage, then its judge's), each stage computing the roles of its
+    pools and those of every backend that is not a pool. A pool that can never fit, alone, is
+    refused here, before any stage runs."""
+    pools = list({id(p): p for p in pools_of(list(bound.values()))}.values())
+    if not pools:
+        return None
+    import ray
+
+    nodes = ray.nodes()
+    if _fits(_total(pools), _capacity(nodes)):
+        return [Stage(None, pools)]
+    cut: list[list[RayPool]] = [[]]
+    for pool in pools:
+        if cut[-1] and not _fits(_total([*cut[-1], pool]), _capacity(nodes)):
+            cut.append([])
+        cut[-1].append(pool)
+    refuse_what_never_fits([_Group(group) for group in cut], nodes)
+    anywhere = {role for role, backend in bound.items() if not isinstance(backend, RayPool)}
+    return [Stage(frozenset(anywhere | {r for r, b in bound.items() if any(b is p for p in group)}), group) for group in cut]
 
 
 @dataclass
@@ -102,8 +142,8 @@ def _fits(need: dict[str, float], free: dict[str, float]) -> bool:
     return all(need.get(r, 0.0) <= free.get(r, 0.0) + 1e-9 for r in RESOURCES)
 
 
-def refuse_what_never_fits(groups: Sequence[_Group], nodes: list[dict[str, object]]) -> None:
-    """A pool, or a group's pools together, that the cluster can never hold: refused before any work."""
+def _capacity(nodes: list[dict[str, object]]) -> dict[str, float]:
+    """What the cluster's alive nodes have in all (`ray.nodes()`), used or not."""
     capacity = dict.fromkeys(RESOURCES, 0.0)
     for node in nodes:
         if node.get("Alive"):
@@ -111,6 +151,12 @@ def refuse_what_never_fits(groups: Sequence[_Group], nodes: list[dict[str, objec
             assert isinstance(resources, dict)
             for resource in RESOURCES:
                 capacity[resource] += float(resources.get(resource, 0.0))
+    return capacity
+
+
+def refuse_what_never_fits(groups: Sequence[_Group], nodes: list[dict[str, object]]) -> None:
+    """A pool, or a group's pools together, that the cluster can never hold: refused before any work."""
+    capacity = _capacity(nodes)
     for group in groups:
         for pool in group.pools:
             refused = pool.shape.never_fits(pool.spec, nodes)

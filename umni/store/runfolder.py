@@ -507,6 +507,16 @@ class RunFolder:
         """The command that made the folder; InputError naming run.json when it is not one."""
         return _validated(Manifest, read_json(self.run_json), self.run_json)
 
+    def shard_part(self) -> str | None:
+        """The ``--shard I/N`` this folder ran, read from its run.json: a shard's folder is one part
+        of a run (assembled beside it), never a run of its own. None for a run, or without a
+        readable run.json."""
+        try:
+            shard = json.loads(self.run_json.read_text()).get("shard")
+        except (OSError, ValueError, AttributeError):
+            return None
+        return shard if isinstance(shard, str) else None
+
     def write_manifest(self, manifest: Manifest) -> None:
         atomic_write_text(self.run_json, manifest.text())
 
@@ -539,12 +549,14 @@ class RunFolder:
 
 
 def run_folders(root: Path, holding: str = SUMMARY_JSON) -> list[Path]:
-    """`root` when it is a run folder holding the file `holding`, else every folder under it that
-    holds one (a sweep's runs, a folder of runs), in path order."""
+    """`root` when it is a run folder holding the file `holding`, else every run folder under it
+    that holds one (a sweep's runs, a folder of runs), in path order. This is where umni decides
+    what is a run: a case shard's folder (`RunFolder.shard_part`) is a part of one, so it is
+    found only when named itself."""
     root = Path(root)
     if (root / holding).exists():
         return [root]
-    return [found.parent for found in sorted(root.rglob(holding))]
+    return [found.parent for found in sorted(root.rglob(holding)) if RunFolder(found.parent).shard_part() is None]
 
 
 def _validated(model: type[M], data: Any, path: Path) -> M:

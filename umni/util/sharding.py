@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Shard", "parse_shard"]
+__all__ = ["Shard", "parse_shard", "shard_folders"]
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,27 @@ class Shard:
     def directory(self, out: Path) -> Path:
         """This shard's own run directory, beside the assembled run's."""
         return out.with_name(f"{out.name}-shard{self.index}of{self.count}")
+
+
+_FOLDER_TAIL = re.compile(r"-shard([1-9][0-9]*)of([1-9][0-9]*)")
+
+
+def shard_folders(out: Path) -> list[tuple[Shard, Path]]:
+    """The shard directories beside `out` (`Shard.directory`), of every split, ordered by split
+    (N) then shard (I). Names are compared as text, so an `out` whose name holds glob characters
+    (``sh[1]``) finds its own shards and no one else's."""
+    try:
+        entries = list(out.parent.iterdir())
+    except OSError:
+        return []
+    found: list[tuple[Shard, Path]] = []
+    for entry in entries:
+        if not entry.name.startswith(out.name):
+            continue
+        match = _FOLDER_TAIL.fullmatch(entry.name, len(out.name))
+        if match and int(match[1]) <= int(match[2]) and entry.is_dir():
+            found.append((Shard(int(match[1]), int(match[2])), entry))
+    return sorted(found, key=lambda item: (item[0].count, item[0].index))
 
 
 def parse_shard(text: str, environ: Mapping[str, str] | None = None) -> Shard:
