@@ -238,3 +238,16 @@ def test_a_task_serves_its_model_and_stops_the_server(tmp_path: Path, capsys: py
     capsys.readouterr()
     assert main(["sweep", str(path), "--task", "judge-1:1"]) == 2
     assert f"the server of '{JUDGE}' did not answer" in capsys.readouterr().err
+
+
+def test_the_lab_example_emits_its_jobs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """examples/lab/sweep.yaml: 3 models with their own resources, the judge's jobs asking no GPU."""
+    example = Path(__file__).resolve().parents[2] / "examples" / "lab" / "sweep.yaml"
+    monkeypatch.chdir(tmp_path)
+    assert main(["sweep", str(example), "--emit", "slurm"]) == 0
+    scripts = {p.stem: directives(p) for p in (tmp_path / "runs" / "sweep-lab" / "slurm").glob("*.sbatch")}
+    assert sorted(scripts) == ["assemble", "generate-edit-understand-1", "generate-edit-understand-2", "judge-1"]
+    assert [scripts[f"generate-edit-understand-{k}"]["gres"] for k in (1, 2)] == ["gpu:1", "gpu:2"]
+    assert "gres" not in scripts["judge-1"] and scripts["judge-1"]["array"] == "1-1"  # group: model
+    for script in (tmp_path / "runs" / "sweep-lab").rglob("*.s*"):
+        subprocess.run(["bash", "-n", str(script)], check=True)
