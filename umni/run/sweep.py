@@ -188,9 +188,9 @@ def _run_these(sweep: SweepFile, label: str, mine: list[Unit], book: UnitBook, w
     requests = [unit_request(sweep, u) for u in todo]
     shared: dict[str, Any] = {}
     prepared = [prepare(r, shared=shared) for r in requests]  # every input error before any work
-    _preflight(prepared, warn)
     called = {spec for u in todo for spec in unit_bindings(sweep, u)}
     with serving({spec: serve for spec, serve in sweep.serve.items() if spec in called}):
+        _preflight(prepared, warn)  # a served model is probed once its server answers
         ran, busy, finished = run_async(lambda: _run_units(sweep, label, todo, requests, prepared, shared, book))
     skipped = [u for u in mine if u not in busy and u not in finished]
     return ran, busy, skipped

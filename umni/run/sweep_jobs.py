@@ -106,7 +106,8 @@ def find_task(jobs: list[ArrayJob], text: str) -> tuple[ArrayJob, tuple[Unit, ..
     name, _, number = text.rpartition(":")
     job = next((j for j in jobs if j.name == name), None)
     if job is None:
-        raise InputError(f"no array '{name}' in this sweep (arrays: {', '.join(j.name for j in jobs)}); give NAME:T, e.g. {jobs[0].name}:1", field="--task")
+        known = f"arrays: {', '.join(j.name for j in jobs)}; give NAME:T, e.g. {jobs[0].name}:1" if jobs else "it has no work unit"
+        raise InputError(f"no array '{name}' in this sweep ({known})", field="--task")
     if not number.isdigit() or not 1 <= int(number) <= len(job.tasks):
         raise InputError(f"array '{name}' has tasks 1 to {len(job.tasks)}, not '{number}'", field="--task")
     return job, job.tasks[int(number) - 1]
