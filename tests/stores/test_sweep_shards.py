@@ -87,10 +87,10 @@ def test_shards_into_one_store_assemble_to_the_one_process_sweep(tmp_path: Path,
 def test_the_emitted_slurm_script_runs_one_unit_per_task(tmp_path: Path) -> None:
     split = sweep_file(tmp_path, "split", "c-split")
     assert main(["sweep", str(split), "--emit", "slurm"]) == 0
-    script = tmp_path / "split" / "sweep.sbatch"
+    script = tmp_path / "split" / "slurm" / "units-1.sbatch"  # one array: no phases, one resource class
     text = script.read_text()
     assert "#SBATCH --array=1-8%3" in text and "#SBATCH --partition=gpu" in text and "#SBATCH --time=01:00:00" in text
-    assert '"${SLURM_ARRAY_TASK_ID}/8"' in text
+    assert '"units-1:${SLURM_ARRAY_TASK_ID}"' in text
     subprocess.run(["bash", "-n", str(script)], check=True)
     done = subprocess.run(["bash", str(script)], env={**os.environ, "SLURM_ARRAY_TASK_ID": "5"}, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]

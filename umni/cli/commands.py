@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from umni.cli.parser import EXIT_FAILURES, EXIT_INPUT, EXIT_OK, invoked_as
+from umni.cli.parser import EXIT_FAILURES, EXIT_INCOMPLETE, EXIT_INPUT, EXIT_OK, invoked_as
 from umni.util.errors import InputError
 
 if TYPE_CHECKING:
@@ -161,20 +161,35 @@ def _note_locks(cache: str | None, folder: Path) -> None:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from umni.run.sweep import emit_slurm, load_sweep, run_sweep, run_sweep_shard
+    from umni.run.sweep import assemble_sweep, emit_slurm, load_sweep, run_sweep, run_sweep_shard, run_sweep_task
+    from umni.run.units import UnitBook
 
-    if args.emit and args.shard:
-        raise InputError("--emit writes the job script of every shard; give it without --shard")
+    modes = [flag for flag, given in (("--emit", args.emit), ("--shard", args.shard), ("--task", args.task), ("--assemble", args.assemble)) if given]
+    if len(modes) > 1:
+        raise InputError(f"{' and '.join(modes)} are different ways to run a sweep; give one of them")
     if args.emit:
-        script = emit_slurm(args.file, warn=_say)
-        print(f"slurm script: {script}")
-        print(f"submit:       sbatch {script}   (again after a failure: finished units are skipped)")
+        submit = emit_slurm(args.file, warn=_say)
+        print(f"job scripts: {submit.parent / 'slurm'}/*.sbatch")
+        print(f"submit:      bash {submit}   (again after a failure: finished units are skipped)")
         return EXIT_OK
     sweep = load_sweep(args.file)
     assert sweep.out is not None
     _note_locks(sweep.cache, sweep.out)
-    if args.shard:
-        outcome = run_sweep_shard(args.file, args.shard, warn=_warn_preflight)
+    if args.assemble:
+        out, results, left = assemble_sweep(args.file, warn=_warn_preflight)
+        if left:
+            for unit in left:
+                record = UnitBook(out).record(unit.name)
+                state = record.state if record is not None else "pending"
+                print(f"  {unit.name} {state}: {unit.out}" + (f" (phase {unit.phase + 1})" if unit.phase is not None else ""))
+            _say(f"error: {len(left)} unit(s) not done; resubmit submit.sh (finished units are skipped) or run `umni sweep {args.file}`")
+            return EXIT_INCOMPLETE
+        for result in results:
+            _print_run(result.summary, result.out)
+        print(f"leaderboard: {out / 'leaderboard.md'}")
+        return EXIT_OK
+    if args.shard or args.task:
+        outcome = run_sweep_task(args.file, args.task, warn=_warn_preflight) if args.task else run_sweep_shard(args.file, args.shard, warn=_warn_preflight)
         for result in outcome.ran:
             _print_run(result.summary, result.out)
         if outcome.skipped:
@@ -183,6 +198,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             print(f"  left {len(outcome.busy)} unit(s) to the process running them: {', '.join(u.name for u in outcome.busy)}")
         if outcome.assembled is not None:
             print(f"every one of {outcome.units} units is done; leaderboard: {outcome.assembled / 'leaderboard.md'}")
+        elif args.task:
+            print(f"task {args.task} finished; the assemble job writes the leaderboard")
         else:
             print(f"the leaderboard is written when all {outcome.units} units are done (or by `umni sweep {args.file}`)")
         return EXIT_OK

@@ -78,8 +78,12 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--shard", metavar="I/N", help="run only sweep shard I of N of the work units (runs x the "
                        "file's `shards:` case shards; 'slurm': from the array task); the shard that finds every "
                        "unit done writes the leaderboard")
-    sweep.add_argument("--emit", choices=["slurm"], help="write <out>/sweep.sbatch, an array job of one task per work "
-                       "unit (resubmit it as it is: finished units are skipped), instead of running")
+    sweep.add_argument("--emit", choices=["slurm"], help="write <out>/submit.sh and <out>/slurm/*.sbatch: one array per "
+                       "phase and resource class, then an assemble job (resubmit as it is: finished units are skipped), "
+                       "instead of running")
+    sweep.add_argument("--task", metavar="NAME:T", help="run task T of the emitted array NAME (what its sbatch script runs)")
+    sweep.add_argument("--assemble", action="store_true", help="write the leaderboard from the store when every unit is "
+                       "done, else list the units that are not and exit 1 (the emitted assemble job)")
 
     board = sub.add_parser("leaderboard", help="tables of several runs (run directories or sweep folders)")
     board.add_argument("dirs", type=Path, nargs="+")

@@ -81,6 +81,11 @@ def _store_status(location: str | Path, blobs: str | None, now: float) -> Status
     return status
 
 
+def _runner(part: str) -> str:
+    """Who ran a unit: an emitted array's task (NAME:T, `umni sweep --task`) or a sweep shard (I/N)."""
+    return f"array task {part}" if ":" in part else f"sweep shard {part}"
+
+
 def _sweep_status(path: Path, now: float) -> Status:
     book = UnitBook(path)
     status = Status(counts={"done": 0, "running": 0, "stale": 0, "failed": 0, "pending": 0})
@@ -92,6 +97,7 @@ def _sweep_status(path: Path, now: float) -> Status:
             status.add(unit["unit"], "unreadable", error.describe())
             continue
         where = unit["out"] + (f" (shard {unit['shard']})" if unit.get("shard") else "")
+        where += f" (phase {unit['phase'] + 1})" if "phase" in unit else ""
         state = "pending" if record is None else "stale" if record.stale(now) else record.state
         if record is not None and record.state in ("running", "failed"):
             if record.state == "failed":
@@ -99,10 +105,10 @@ def _sweep_status(path: Path, now: float) -> Status:
             else:
                 where += f", heartbeat {now - record.heartbeat:.0f}s ago"
             where += f" on {record.host} pid {record.pid}"
-            where += f" (sweep shard {record.part})" if record.part else ""
+            where += f" ({_runner(record.part)})" if record.part else ""
             where += f" (Slurm job {record.slurm_job})" if record.slurm_job else ""
         elif record is not None and record.state == "done":
-            where += f" by sweep shard {record.part}" if record.part else ""
+            where += f" by {_runner(record.part)}" if record.part else ""
             for key, value in (record.counts or {}).items():
                 if isinstance(value, int):
                     status.totals[key] = status.totals.get(key, 0) + value

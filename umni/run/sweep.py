@@ -21,15 +21,27 @@ from umni.reporting.pool_hours import pools_held
 from umni.run.config import RunConfig, build_config
 from umni.run.evaluation import RunResult, default_cache_dir, evaluate_async, needed_backends, prepare
 from umni.run.preflight import preflight
-from umni.run.slurm import connection_note, slurm_script
-from umni.run.sweep_file import SweepFile, expand, load_sweep, planned_settings, run_settings, unit_request, work_units
+from umni.run.serving import serving
+from umni.run.slurm import array_script, assemble_script, check_options, connection_note, submit_script
+from umni.run.slurm_resources import GPU_OPTIONS
+from umni.run.sweep_file import (
+    SweepFile,
+    expand,
+    load_sweep,
+    planned_settings,
+    require_env,
+    run_settings,
+    unit_request,
+    work_units,
+)
+from umni.run.sweep_jobs import arrays, find_task, unit_bindings
 from umni.run.turns import take_turns
 from umni.run.units import HEARTBEAT_S, Heartbeat, Unit, UnitBook, UnitUpdate, select, unit_weights
 from umni.store.cache import Cache
 from umni.store.locks import Held, exclusive
 from umni.util.errors import InputError, StorageError, UmniError
 from umni.util.secrets import error_line
-from umni.util.sharding import Shard, parse_shard
+from umni.util.sharding import parse_shard
 from umni.util.stopping import run_async
 
 
@@ -123,6 +135,7 @@ def run_sweep_shard(path: Path, part_text: str, *, warn: Callable[[str], None] |
     """Run sweep shard I of N: its share of the work units, each skipped when already done; the last
     shard to finish (any, when they all are) assembles the sweep's leaderboard from the store."""
     sweep = load_sweep(path)
+    require_env(sweep)
     try:
         part = parse_shard(part_text)
     except ValueError as exc:
@@ -133,30 +146,68 @@ def run_sweep_shard(path: Path, part_text: str, *, warn: Callable[[str], None] |
     book.begin(units, planned_settings(sweep), path, part)  # a refused task writes nothing
     weights = unit_weights(units, expand(sweep)) if part.count < len(units) else None
     mine = select(units, part, weights)
+    ran, busy, skipped = _run_these(sweep, str(part), mine, book, warn)
+    assembled = None
+    if all(book.is_done(u) for u in units):
+        assembled = _assemble_if_free(path)
+    return ShardOutcome(ran, skipped, len(units), assembled, busy)
+
+
+def run_sweep_task(path: Path, task_text: str, *, warn: Callable[[str], None] | None = None) -> ShardOutcome:
+    """Run array task ``NAME:T`` of an emitted sweep (`umni.run.sweep_jobs`): its units, each skipped
+    when already done. It never assembles: the assemble job does, after every array."""
+    sweep = load_sweep(path)
+    require_env(sweep)
+    units = work_units(sweep)
+    assert sweep.out is not None
+    _, mine = find_task(arrays(sweep, units, path), task_text)
+    book = UnitBook(sweep.out)
+    book.begin(units, planned_settings(sweep), path)  # a refused task writes nothing
+    ran, busy, skipped = _run_these(sweep, task_text, list(mine), book, warn)
+    return ShardOutcome(ran, skipped, len(units), None, busy)
+
+
+def assemble_sweep(path: Path, *, warn: Callable[[str], None] | None = None) -> tuple[Path, list[RunResult], list[Unit]]:
+    """The assemble job: when every unit is done, the sweep written from the store (nothing left to
+    compute); otherwise nothing is run and the units not done are returned."""
+    sweep = load_sweep(path)
+    require_env(sweep)
+    assert sweep.out is not None
+    book = UnitBook(sweep.out)
+    left = [u for u in work_units(sweep) if not book.is_done(u)]
+    if left:
+        return sweep.out, [], left
+    out, results = run_sweep(path, warn=warn)
+    return out, results, []
+
+
+def _run_these(sweep: SweepFile, label: str, mine: list[Unit], book: UnitBook, warn: Callable[[str], None] | None) -> tuple[list[RunResult], list[Unit], list[Unit]]:
+    """Run `mine` (those not done), phase by phase, sharing one set of backends, with the servers of
+    the models they call; returns what ran, what another process held and what was already done."""
     todo = [u for u in mine if not book.is_done(u)]
     requests = [unit_request(sweep, u) for u in todo]
     shared: dict[str, Any] = {}
     prepared = [prepare(r, shared=shared) for r in requests]  # every input error before any work
-    _preflight(prepared, warn)
-    ran, busy = run_async(lambda: _run_units(sweep, part, todo, requests, prepared, shared, book))
-    assembled = None
-    if all(book.is_done(u) for u in units):
-        assembled = _assemble_if_free(path)
-    done_here = {r.out for r in ran}
-    skipped = [u for u in mine if u not in busy and u.out not in done_here]
-    return ShardOutcome(ran, skipped, len(units), assembled, busy)
+    called = {spec for u in todo for spec in unit_bindings(sweep, u)}
+    with serving({spec: serve for spec, serve in sweep.serve.items() if spec in called}):
+        _preflight(prepared, warn)  # a served model is probed once its server answers
+        ran, busy, finished = run_async(lambda: _run_units(sweep, label, todo, requests, prepared, shared, book))
+    skipped = [u for u in mine if u not in busy and u not in finished]
+    return ran, busy, skipped
 
 
 async def _run_units(
-    sweep: SweepFile, part: Shard, units: list[Unit], requests: list[RunConfig], prepared: list[Any],
+    sweep: SweepFile, part: str, units: list[Unit], requests: list[RunConfig], prepared: list[Any],
     shared: dict[str, Any], book: UnitBook,
-) -> tuple[list[RunResult], list[Unit]]:
-    """Run each unit whose claim this process gets; returns what ran and the units another process held."""
+) -> tuple[list[RunResult], list[Unit], list[Unit]]:
+    """Run each unit whose claim this process gets, one phase after another; returns what ran, the
+    units another process held and the units this process finished."""
     assert sweep.out is not None
     lanes = LanePool()
     cache = Cache(sweep.cache or default_cache_dir(), blobs=sweep.blobs)
     results: list[RunResult] = []
     busy: list[Unit] = []
+    finished: list[Unit] = []
 
     async def one(index: int) -> None:
         unit = units[index]
@@ -167,7 +218,7 @@ async def _run_units(
         try:
             if book.is_done(unit):  # finished by another process between the deal and the claim
                 return
-            mine: UnitUpdate = {"started": time.time(), "part": str(part)}
+            mine: UnitUpdate = {"started": time.time(), "part": part}
             book.mark(unit, "running", **mine)
             try:
                 async with anyio.create_task_group() as watch:
@@ -178,18 +229,23 @@ async def _run_units(
             except BaseException as error:
                 _mark_failed(book, unit, claim, error, mine)
                 raise
-            book.mark(unit, "done", finished=time.time(), counts=result.summary.counts.model_dump(), part=str(part))
+            book.mark(unit, "done", finished=time.time(), counts=result.summary.counts.model_dump(), part=part)
             results.append(result)
+            finished.append(unit)
         finally:
             await anyio.to_thread.run_sync(claim.release)
 
+    phases = sorted({u.phase or 0 for u in units})
     try:
-        await take_turns(sweep.out, sweep.ray, needed_backends(requests, prepared), one)
+        for phase in phases:  # a later phase's nodes need the earlier phase's results
+            indices = [i for i, u in enumerate(units) if (u.phase or 0) == phase]
+            needed = needed_backends([requests[i] for i in indices], [prepared[i] for i in indices])
+            await take_turns(sweep.out, sweep.ray, needed, lambda k, indices=indices: one(indices[k]))  # type: ignore[misc]
     except BaseExceptionGroup as group:
         _raise_one(group)
     finally:
         await _close(shared, cache)
-    return results, busy
+    return results, busy, finished
 
 
 async def _watch_claim(claim: Held) -> None:
@@ -230,23 +286,40 @@ def _leaves(error: BaseException) -> list[BaseException]:
 
 
 def emit_slurm(path: Path, *, warn: Callable[[str], None] | None = None) -> Path:
-    """Write ``<sweep out>/sweep.sbatch`` (see `umni.run.slurm`) and the unit plan; returns the script.
-    `warn` gets one line when the array's tasks would hold more connections than the PostgreSQL
-    store's server admits (or when its limit could not be read)."""
+    """Write the sweep's job scripts under ``<sweep out>/slurm/`` (one per array, and the assemble
+    job), ``<sweep out>/submit.sh`` and the unit plan (see `umni.run.slurm`); returns submit.sh.
+    `warn` gets one line when the arrays of one phase, running at once, would hold more connections
+    than the PostgreSQL store's server admits (or when its limit could not be read)."""
     sweep = load_sweep(path)
+    check_options(sweep.slurm)
     units = work_units(sweep)
     for given, source in run_settings(sweep):  # a bad run fails here, not in 64 array tasks
         build_config(given, source=source)
+    jobs = arrays(sweep, units, path)  # resources that cannot be expressed are refused here
     assert sweep.out is not None
     UnitBook(sweep.out).begin(units, planned_settings(sweep), path)
-    script = sweep.out / "sweep.sbatch"
-    (sweep.out / "slurm").mkdir(parents=True, exist_ok=True)
-    script.write_text(slurm_script(path, sweep.out, sweep.name or path.stem, len(units), sweep.slurm, cwd=Path.cwd()))
+    folder = sweep.out / "slurm"
+    folder.mkdir(parents=True, exist_ok=True)
+    name = sweep.name or path.stem
     cap = sweep.slurm.get("max_jobs")
-    note = connection_note(sweep.cache, min(len(units), int(cap)) if cap is not None else len(units))
+    cap_n = int(cap) if cap is not None else None
+    scripts: dict[str, Path] = {}
+    for job in jobs:
+        scripts[job.name] = folder / f"{job.name}.sbatch"
+        scripts[job.name].write_text(array_script(job, sweep_file=path, out=sweep.out, name=name, cap=cap_n, env=sweep.env, cwd=Path.cwd()))
+    plain = {k: str(v) for k, v in sweep.slurm.items() if k != "max_jobs" and k not in GPU_OPTIONS}  # it computes nothing
+    assemble = folder / "assemble.sbatch"
+    assemble.write_text(assemble_script(sweep_file=path, out=sweep.out, name=name, env=sweep.env, options=plain, cwd=Path.cwd()))
+    submit = sweep.out / "submit.sh"
+    submit.write_text(submit_script(jobs, scripts, assemble, sweep.env))
+    submit.chmod(0o755)
+    at_once: dict[int, int] = {}
+    for job in jobs:
+        at_once[job.phase] = at_once.get(job.phase, 0) + min(len(job.tasks), cap_n or len(job.tasks))
+    note = connection_note(sweep.cache, max(at_once.values(), default=0))
     if note is not None and warn is not None:
         warn(note)
-    return script
+    return submit
 
 
 def _assemble_if_free(path: Path) -> Path | None:

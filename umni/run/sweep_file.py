@@ -35,19 +35,34 @@ An entry becomes the spec parameters ``placement=ray&replicas=…`` (the same on
 which say where a backend runs and never what it answers: run directories, identities and cache keys
 are those of the unplaced sweep, so adding or changing placement resumes the same runs from the
 same cache. A ``placement:`` section without ``ray:`` uses ``ray: auto``.
+
+A sweep split into Slurm jobs (`umni sweep FILE --emit slurm`, see `umni.run.sweep_jobs`) can give
+each model binding its own resources, cut runs into phases, deal a model's units to one task, pass
+environment variables by name and serve a model on the task's node (`umni.run.serving`):
+
+    phases: [[generate, edit, understand], [judge]]   # each phase's arrays after the one before
+    resources:
+      sim/umm: {gres: "gpu:1", cpus-per-task: 4, mem: 32G, time: "02:00:00"}
+      "sim/umm?skill=0.5": none                         # served elsewhere: asks for no GPU
+    group: model                  # one task runs every unit of a model (it loads once)
+    max_units_per_task: 20
+    env: [PGPASSWORD, OPENAI_API_KEY]
 """
 
 from __future__ import annotations
 
 import itertools
+import os
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, field_validator
 
 from umni.protocols.caseio import validation_errors
 from umni.run.config import RunConfig, build_config
+from umni.run.serving import Serve
+from umni.run.slurm_resources import Resources
 from umni.run.sweep_placement import Placement, check_placement, placed
 from umni.run.units import Unit, plan
 from umni.store.hashing import fingerprint
@@ -86,6 +101,25 @@ class SweepFile(BaseModel):
     shards: int = Field(1, ge=1, le=10_000)
     #: `#SBATCH` options of `umni sweep --emit slurm` (e.g. partition, gres, time); max_jobs caps the array
     slurm: dict[str, str | int | float] = Field(default_factory=dict)
+    #: Slurm resources of a model or role binding (keyed by its spec as written); none: served elsewhere
+    resources: dict[str, Resources | None] = Field(default_factory=dict)
+    #: roles run in turn, each phase's jobs after the previous phase's (every role its protocols use, once)
+    phases: list[list[str]] | None = Field(None, min_length=1)
+    #: 'model': one task runs every unit of a model binding (loaded once), at most max_units_per_task
+    group: Literal["unit", "model"] = "unit"
+    max_units_per_task: int | None = Field(None, ge=1)
+    #: environment variables every task needs, passed to the jobs by name (never their values)
+    env: list[Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]] = Field(default_factory=list)
+    #: a server a task starts for the model (keyed by its spec as written), see `umni.run.serving`
+    serve: dict[str, Serve] = Field(default_factory=dict)
+
+    @field_validator("resources", mode="before")
+    @classmethod
+    def _none_written(cls, value: Any) -> Any:
+        """``none`` as written in YAML (a string) means what ``null`` does: nothing asked."""
+        if isinstance(value, dict):
+            return {k: None if isinstance(v, str) and v.lower() == "none" else v for k, v in value.items()}
+        return value
 
 
 def load_sweep(path: Path) -> SweepFile:
@@ -111,11 +145,46 @@ def load_sweep(path: Path) -> SweepFile:
     if unknown:
         raise InputError(f"{', '.join(map(repr, unknown))}: not a spec listed under `models:`; key each label by the spec as written there",
                          path=path, field="labels")
+    written = {m for m in sweep.models if m is not None} | {s for roles in sweep.roles for s in roles.values()}
     if sweep.placement:
-        written = {m for m in sweep.models if m is not None} | {s for roles in sweep.roles for s in roles.values()}
         check_placement(sweep.placement, written, path)
         sweep.ray = sweep.ray or "auto"  # placement implies Ray
+    for section in ("resources", "serve"):
+        for text in getattr(sweep, section):
+            if text not in written:
+                raise InputError(f"no model or role binding of this sweep is spelt '{text}'; key {section} by a spec exactly as "
+                                 "written under `models:` or `roles:`", path=path, field=f"{section}.{text}")
+    _check_phases(sweep, path)
     return sweep
+
+
+def _check_phases(sweep: SweepFile, path: Path) -> None:
+    """Every role a protocol of the sweep uses is in exactly one phase (a role in none would stay pending)."""
+    if sweep.phases is None:
+        return
+    from umni.protocols.protocol import get_protocol
+
+    listed = [r for phase in sweep.phases for r in phase]
+    repeated = sorted({r for r in listed if listed.count(r) > 1})
+    if repeated:
+        raise InputError(f"role(s) {', '.join(repeated)} in more than one phase; list each role once", path=path, field="phases")
+    for name in sweep.protocols:
+        try:
+            roles = get_protocol(name).roles
+        except Exception:  # an unknown protocol: refused with its own message when the runs are expanded
+            continue
+        missing = [r for r in roles if r not in listed]
+        if missing:
+            raise InputError(f"protocol {name} uses role(s) {', '.join(missing)}, which no phase lists; add them to a phase",
+                             path=path, field="phases")
+
+
+def require_env(sweep: SweepFile) -> None:
+    """Refuse to start a task (one line) when a variable the sweep file's `env:` lists is not set."""
+    missing = [name for name in sweep.env if name not in os.environ]
+    if missing:
+        raise InputError(f"environment variable(s) {', '.join(missing)} not set in this task; export them where the jobs are "
+                         "submitted (submit.sh passes them to every job by name)", field="env")
 
 
 def _check_stores(sweep: SweepFile, path: Path) -> None:
@@ -139,7 +208,7 @@ def run_settings(sweep: SweepFile) -> list[tuple[dict[str, Any], str]]:
     """The settings of each run (only what the sweep file sets) and how to name it in an error."""
     requests = []
     seen: dict[Path, str] = {}
-    for protocol, model, roles, seed in itertools.product(sweep.protocols, sweep.models, sweep.roles, sweep.seeds):
+    for protocol, model, roles, seed in combinations(sweep):
         if model is None and not roles:
             raise InputError("each run needs a model or role bindings: give `models:` or non-empty `roles:` entries")
         label = fingerprint([model, sorted(roles.items()), seed, sweep.options.get(protocol, {})])[:10]
@@ -172,23 +241,50 @@ def run_settings(sweep: SweepFile) -> list[tuple[dict[str, Any], str]]:
     return requests
 
 
+def combinations(sweep: SweepFile) -> list[tuple[str, str | None, dict[str, str], int]]:
+    """(protocol, model, role bindings, seed) of each run, in the sweep's order."""
+    return list(itertools.product(sweep.protocols, sweep.models, sweep.roles, sweep.seeds))
+
+
 def work_units(sweep: SweepFile) -> list[Unit]:
-    """The sweep's (run, case shard) work units, in an order every process agrees on."""
+    """The sweep's (run, case shard[, phase]) work units, in an order every process agrees on."""
     assert sweep.out is not None
-    return plan([Path(r.out) for r in expand(sweep)], sweep.shards)
+    return plan([Path(r.out) for r in expand(sweep)], sweep.shards, _run_phases(sweep))
+
+
+def _run_phases(sweep: SweepFile) -> list[list[int]] | None:
+    """The phases (indices into `phases:`) of each run: those holding a role its protocol has."""
+    if sweep.phases is None:
+        return None
+    from umni.protocols.protocol import get_protocol
+
+    phases = sweep.phases
+    return [[i for i, p in enumerate(phases) if set(p) & set(get_protocol(c[0]).roles)] for c in combinations(sweep)]
+
+
+def phase_roles(sweep: SweepFile, unit: Unit) -> tuple[str, ...]:
+    """The roles a phased unit calls: its phase's, less those its protocol does not have."""
+    from umni.protocols.protocol import get_protocol
+
+    assert unit.phase is not None and sweep.phases
+    known = get_protocol(combinations(sweep)[unit.run][0]).roles
+    return tuple(r for r in sweep.phases[unit.phase] if r in known)
 
 
 def unit_request(sweep: SweepFile, unit: Unit) -> RunConfig:
     given, source = run_settings(sweep)[unit.run]
     if unit.shard is not None:
         given = {**given, "shard": str(unit.shard)}
+    if unit.phase is not None:
+        given = {**given, "phase": list(phase_roles(sweep, unit))}
     return build_config(given, source=f"{source}, shard {unit.shard}" if unit.shard else source)
 
 
 #: Sweep-file settings that say how runs are executed or where they go, never what they compute:
 #: changing one (the Slurm time of a resubmission, more attempts) goes on with the same sweep.
 OPERATIONAL_SETTINGS = frozenset(
-    {"name", "out", "slurm", "concurrency", "placement", "ray", "max_attempts", "retry_budget", "call_timeout"}
+    {"name", "out", "slurm", "concurrency", "placement", "ray", "max_attempts", "retry_budget", "call_timeout",
+     "resources", "group", "max_units_per_task", "env", "serve"}  # `phases:` decides the units: not here
 )
 
 

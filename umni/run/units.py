@@ -31,7 +31,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal, TypeVar, Unpack
+from typing import Any, Literal, NotRequired, TypeVar, Unpack
 
 from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError
 from typing_extensions import TypedDict  # pydantic reads UnitEntry inside UnitPlan (Python 3.11)
@@ -58,6 +58,8 @@ class UnitEntry(TypedDict):
     #: the case shard I/N, None for the whole run
     shard: str | None
     out: str
+    #: the phase (index into the sweep file's `phases:`) when runs are cut into phases
+    phase: NotRequired[int]
 
 
 UnitState = Literal["running", "done", "failed"]
@@ -73,6 +75,8 @@ class UnitRecord(BaseModel):
     run: int
     shard: str | None
     out: str
+    #: the phase (index into the sweep file's `phases:`), when runs are cut into phases
+    phase: int | None = None
     state: UnitState
     host: str
     pid: int
@@ -136,28 +140,35 @@ def _read_model(path: Path, model: type[_Model], remedy: str) -> _Model | None:
 
 @dataclass(frozen=True)
 class Unit:
-    """Work unit `index` (0-based): run `run` of the sweep, case shard `shard` (None: the whole run)."""
+    """Work unit `index` (0-based): run `run` of the sweep, case shard `shard` (None: the whole run),
+    the roles of phase `phase` (None: every role; see `umni.run.sweep_jobs`)."""
 
     index: int
     run: int
     shard: Shard | None
-    out: Path  # the run directory the unit writes
+    out: Path  # the run directory the unit writes (every phase of a run's shard writes the same one)
+    phase: int | None = None
 
     @property
     def name(self) -> str:
         return f"u{self.index:05d}"
 
     def describe(self) -> UnitEntry:
-        return {"unit": self.name, "run": self.run, "shard": str(self.shard) if self.shard else None, "out": str(self.out)}
+        entry: UnitEntry = {"unit": self.name, "run": self.run, "shard": str(self.shard) if self.shard else None, "out": str(self.out)}
+        if self.phase is not None:
+            entry["phase"] = self.phase
+        return entry
 
 
-def plan(outs: list[Path], shards: int) -> list[Unit]:
-    """Every unit of a sweep whose runs write `outs`, each split into `shards` case shards."""
+def plan(outs: list[Path], shards: int, phases: list[list[int]] | None = None) -> list[Unit]:
+    """Every unit of a sweep whose runs write `outs`, each split into `shards` case shards and, with
+    `phases` (each run's phase indices), into one unit per phase."""
     units: list[Unit] = []
     for run, out in enumerate(outs):
         for k in range(1, shards + 1):
             shard = Shard(k, shards) if shards > 1 else None
-            units.append(Unit(len(units), run, shard, shard.directory(out) if shard else out))
+            for phase in phases[run] if phases is not None else [None]:
+                units.append(Unit(len(units), run, shard, shard.directory(out) if shard else out, phase))
     return units
 
 
