@@ -30,6 +30,8 @@ from umni.plugin import (
     ImageReply,
     Part,
     RequestOptions,
+    RoleProvenance,
+    Sampling,
     Spec,
     TextReply,
     Usage,
@@ -212,6 +214,34 @@ class OpenAIBackend(Backend):
                 for path in sorted(p for p in wanted if report.has(p) is False):
                     problems.append(f"{who}: no {path} endpoint (HTTP {report.endpoints[path]}); {ENDPOINT_USERS[path]}")
         return problems
+
+    def provenance(self, role: str) -> RoleProvenance:
+        """The model asked for and the id the servers reported serving (with the weights' path a
+        vLLM-style card names), the request shape (chat completions, or the images endpoints for
+        images), and the sampling fields the spec sets; the protocol's own request settings fill
+        in the rest (`umni.run.provenance`)."""
+        params = self.params
+        images = role in (GENERATE, EDIT)
+        if images:
+            api = self.image_api or ("images" if not self._settled else "undecided")
+            shape = "openai chat completions (image output)" if api == "chat" else f"openai {api} endpoints"
+            sampling = Sampling(steps=params.steps, guidance=params.guidance)
+            seeds = (
+                "the node's seed goes with every request" if api == "chat" or params.image_seed
+                else "no seed is sent to the images endpoints (image_seed=false)"
+            )
+        else:
+            shape = "openai chat completions"
+            sampling = Sampling(temperature=params.temperature, max_tokens=params.max_tokens)
+            seeds = "the node's seed goes with every request (servers may not honour it)"
+        return RoleProvenance(
+            backend=self.provider,
+            model=self.model,
+            reported_id=_reported_id(self.model, self._reports),
+            sampling=sampling,
+            seed_policy=seeds,
+            http_shape=shape,
+        )
 
     async def settle(self, roles: frozenset[str]) -> dict[str, Any]:
         """Decide image_api=auto before any key is made (one probe, unless the pre-flight asked
@@ -427,3 +457,16 @@ __all__ = [
     "parse_retry_after",
     "decode_image",
 ]
+
+
+def _reported_id(model: str, reports: Sequence[ServerReport]) -> str | None:
+    """The id the servers reported for `model` (its weights' path too, where the card names one
+    that differs), or every id they listed when none is `model`; None when none was asked."""
+    listed = [entry for report in reports if report.reached for entry in report.models]
+    if not listed:
+        return None
+    for entry in listed:
+        if entry.get("id") == model:
+            root = entry.get("root")
+            return f"{model} (weights: {root})" if root and root != model else model
+    return ", ".join(dict.fromkeys(str(entry.get("id")) for entry in listed))

@@ -322,6 +322,8 @@ class Provenance(_Section):
     umni_commit: str | None = None
     protocol: str
     scoring_version: str | None = None
+    #: the run's seed, from which every node's seed is derived (its repeat varies it)
+    seed: int | None = None
     #: the ids of the protocol's deviations from its official code in effect in this run
     deviations: list[str] = []
     roles: dict[str, RoleProvenance] = {}
