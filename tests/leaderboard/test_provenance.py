@@ -157,3 +157,18 @@ def test_the_commit_is_read_from_a_checkout_a_worktree_and_packed_refs(tmp_path:
     git("checkout", "-q", "--detach")
     assert commit_of(repo) == head
     assert commit_of(tmp_path / "nothing") is None
+
+
+def test_the_viewer_shows_how_each_run_was_made(wise_run: Path) -> None:
+    from umni.reporting.viewer import ViewerData
+
+    data = ViewerData([wise_run])
+    (run_entry,) = data.index()["runs"]
+    made = RunFolder(wise_run).read_summary().provenance
+    assert made is not None and made.roles["judge"].template_hash is not None
+    lines = run_entry["how_made"]
+    assert lines[0].startswith(f"umni {__version__}") and "seed 7" in lines[0]
+    assert any(line.startswith("judge: sim/umm (skill=1)") and "temperature 0" in line for line in lines)
+    assert f"judge template: sha256 {made.roles['judge'].template_hash}" in "\n".join(lines)
+    assert lines[-1] == "deviations in effect: " + ", ".join(made.deviations)
+    assert any(table.get("how_made") for table in data.tables())
