@@ -234,10 +234,12 @@ class OpenAIBackend(Backend):
             shape = "openai chat completions"
             sampling = Sampling(temperature=params.temperature, max_tokens=params.max_tokens)
             seeds = "the node's seed goes with every request (servers may not honour it)"
+        reported, weights = _reported(self.model, self._reports)
         return RoleProvenance(
             backend=self.provider,
             model=self.model,
-            reported_id=_reported_id(self.model, self._reports),
+            revision=weights,
+            reported_id=reported,
             sampling=sampling,
             seed_policy=seeds,
             http_shape=shape,
@@ -459,14 +461,13 @@ __all__ = [
 ]
 
 
-def _reported_id(model: str, reports: Sequence[ServerReport]) -> str | None:
-    """The id the servers reported for `model` (its weights' path too, where the card names one
-    that differs), or every id they listed when none is `model`; None when none was asked."""
+def _reported(model: str, reports: Sequence[ServerReport]) -> tuple[str | None, str | None]:
+    """The id the servers reported for `model` and the weights' path its card names (vLLM's
+    ``root``, where it differs from the id); every id they listed when none is `model`; None
+    for what no server said."""
     listed = [entry for report in reports if report.reached for entry in report.models]
-    if not listed:
-        return None
     for entry in listed:
         if entry.get("id") == model:
             root = entry.get("root")
-            return f"{model} (weights: {root})" if root and root != model else model
-    return ", ".join(dict.fromkeys(str(entry.get("id")) for entry in listed))
+            return model, root if root and root != model else None
+    return (", ".join(dict.fromkeys(str(entry.get("id")) for entry in listed)) or None), None

@@ -132,9 +132,9 @@ def test_served_models_name_the_id_the_server_reported_and_the_request_shape(tmp
     made = RunFolder(folder).read_summary().provenance
     assert made is not None
     drawing, judging = made.roles["generate"], made.roles["judge"]
-    assert (drawing.model, drawing.reported_id) == (BAGEL, f"{BAGEL} (weights: /models/{BAGEL})")
+    assert (drawing.model, drawing.reported_id, drawing.revision) == (BAGEL, BAGEL, f"/models/{BAGEL}")
     assert drawing.http_shape == "openai chat completions (image output)"
-    assert (judging.model, judging.reported_id, judging.http_shape) == (JUDGE, JUDGE, "openai chat completions")
+    assert (judging.model, judging.reported_id, judging.revision, judging.http_shape) == (JUDGE, JUDGE, None, "openai chat completions")
     # the spec's token limit is what the backend sends; the protocol's temperature fills the gap
     assert judging.sampling is not None and (judging.sampling.max_tokens, judging.sampling.temperature) == (64, 0.0)
 

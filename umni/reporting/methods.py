@@ -103,7 +103,7 @@ def _protocol_sentences(protocol: str, runs: list[Run]) -> list[str]:
     title = runs[0].summary.title or protocol
     scoring = sorted({p.scoring_version for p in made if p.scoring_version})
     seeds = sorted({p.seed for p in made if p.seed is not None})
-    said = f"{title} ({protocol}): {len(runs)} run(s)" if len(runs) > 1 else f"{title} ({protocol}), run {runs[0].label}"
+    said = f"{title} ({protocol}): {len(runs)} runs" if len(runs) > 1 else f"{title} ({protocol})"
     facts = []
     if scoring:
         facts.append(f"scoring version {', '.join(scoring)}")
