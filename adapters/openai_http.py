@@ -245,6 +245,10 @@ class OpenAIBackend(Backend):
             http_shape=shape,
         )
 
+    def request_settings(self, role: str) -> frozenset[str]:
+        # a reasoning model is sent no node temperature (its API refuses one); the spec's still goes
+        return frozenset({"max_tokens"}) if self.reasoning else super().request_settings(role)
+
     async def settle(self, roles: frozenset[str]) -> dict[str, Any]:
         """Decide image_api=auto before any key is made (one probe, unless the pre-flight asked
         already); returns what the servers reported and the image API chosen, for run.json."""

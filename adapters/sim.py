@@ -288,6 +288,9 @@ class SimBackend(Backend):
             seed_policy=f"deterministic: each output is drawn from seed={self.settings.seed}, the node's seed and its inputs",
         )
 
+    def request_settings(self, role: str) -> frozenset[str]:
+        return frozenset()  # a node's temperature and reply limit change nothing sim says
+
     # -- call mechanics ---------------------------------------------------------------------------
     async def _gate(self, kind: str, *key_parts: object) -> None:
         """Wait the configured latency, then fail if this attempt's draw says so."""

@@ -14,9 +14,11 @@ import pytest
 
 from tests.support.omni_server import OmniServer
 from tests.support.openai_server import OpenAIStubServer
+from umni.backends.factory import create_backend
 from umni.cli import main
 from umni.protocols.protocol import get_protocol
 from umni.store.runfolder import RunFolder
+from umni.util.spec import Spec
 from umni.util.version import __version__, commit_of
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # bench/, beside tests/
@@ -38,6 +40,16 @@ def wise_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return run(tmp_path_factory.mktemp("wise"), "wise", "wise", "--model", "sim/umm", "--seed", "7")
 
 
+@pytest.fixture(scope="module")
+def served_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """WISE with BAGEL drawing through chat behind a vLLM-Omni-shaped server and a served judge
+    whose spec caps its replies at 64 tokens."""
+    with OmniServer(BAGEL, responder=protocol_reply, images_endpoints=False) as drawer, \
+            OpenAIStubServer(responder=lambda chat: protocol_reply(chat.texts), chat_only=True, models=[JUDGE]) as judge:
+        return run(tmp_path_factory.mktemp("served"), "served", "wise", "--model", f"openai/{BAGEL}?base_url={drawer.base_url}",
+                   "--role", f"judge=openai/{JUDGE}?base_url={judge.base_url}&max_tokens=64")
+
+
 def test_summary_names_each_role_its_template_hash_sampling_and_the_deviations(wise_run: Path) -> None:
     summary = RunFolder(wise_run).read_summary()
     made = summary.provenance
@@ -48,7 +60,7 @@ def test_summary_names_each_role_its_template_hash_sampling_and_the_deviations(w
     assert sorted(made.roles) == ["generate", "judge"]
     judge = made.roles["judge"]
     assert (judge.backend, judge.revision, judge.device) == ("sim", "2", "cpu")
-    assert judge.sampling is not None and (judge.sampling.temperature, judge.sampling.max_tokens) == (0.0, 500)
+    assert judge.sampling is None  # sim/umm samples nothing: the judge nodes' temperature 0 changes nothing it says
     protocol = get_protocol("wise")
     assert judge.template_hash == protocol.templates(protocol.parse_options({}))["judge"].digest()
     assert judge.template_follows is not None and "vllm_eval.py" in judge.template_follows
@@ -70,19 +82,20 @@ def test_the_judge_template_hash_follows_the_wording(tmp_path: Path) -> None:
     assert legacy.max_tokens == 2000 and legacy.follows is not None and "gpt_eval.py" in legacy.follows
 
 
-def test_methods_names_models_revisions_template_hash_sampling_and_deviations(wise_run: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    made = RunFolder(wise_run).read_summary().provenance
+def test_methods_names_models_revisions_template_hash_sampling_and_deviations(served_run: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    made = RunFolder(served_run).read_summary().provenance
     assert made is not None and made.roles["judge"].template_hash is not None
-    assert main(["methods", str(wise_run)]) == 0
+    assert main(["methods", str(served_run)]) == 0
     text = capsys.readouterr().out
     paragraph, table = text.split("\n\n", 1)
-    assert f"umni {__version__}" in paragraph and "seed 7" in paragraph
-    assert "sim/umm (skill=1)" in paragraph and "revision 2" in paragraph
-    assert made.roles["judge"].template_hash[:12] in paragraph and "temperature 0, at most 500 tokens" in paragraph
+    assert f"umni {__version__}" in paragraph and "seed 0" in paragraph
+    assert f"The generate role: {BAGEL} (openai backend), revision /models/{BAGEL}" in paragraph
+    assert f"The judge role: {JUDGE} (openai backend), temperature 0, at most 64 tokens" in paragraph
+    assert made.roles["judge"].template_hash[:12] in paragraph and "vllm\\_eval.py" in paragraph
     assert all(deviation in paragraph for deviation in made.deviations)
     rows = [line for line in table.splitlines() if line.startswith("| ")][1:]
     assert [row.split(" | ")[2] for row in rows] == ["generate", "judge"]
-    assert "| 0 | 500 |" in rows[1] and made.roles["judge"].template_hash[:12] in rows[1]
+    assert "| 0 | 64 |" in rows[1] and made.roles["judge"].template_hash[:12] in rows[1]
 
 
 def test_methods_in_latex_escapes_what_tex_treats_specially(wise_run: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -124,12 +137,8 @@ def test_leaderboard_footnotes_how_each_run_was_made(wise_run: Path, tmp_path: P
     assert board[0]["how_made"] == [line]
 
 
-def test_served_models_name_the_id_the_server_reported_and_the_request_shape(tmp_path: Path) -> None:
-    with OmniServer(BAGEL, responder=protocol_reply, images_endpoints=False) as drawer, \
-            OpenAIStubServer(responder=lambda chat: protocol_reply(chat.texts), chat_only=True, models=[JUDGE]) as judge:
-        folder = run(tmp_path, "served", "wise", "--model", f"openai/{BAGEL}?base_url={drawer.base_url}&image_api=auto",
-                     "--role", f"judge=openai/{JUDGE}?base_url={judge.base_url}&max_tokens=64")
-    made = RunFolder(folder).read_summary().provenance
+def test_served_models_name_the_id_the_server_reported_and_the_request_shape(served_run: Path) -> None:
+    made = RunFolder(served_run).read_summary().provenance
     assert made is not None
     drawing, judging = made.roles["generate"], made.roles["judge"]
     assert (drawing.model, drawing.reported_id, drawing.revision) == (BAGEL, BAGEL, f"/models/{BAGEL}")
@@ -137,6 +146,9 @@ def test_served_models_name_the_id_the_server_reported_and_the_request_shape(tmp
     assert (judging.model, judging.reported_id, judging.revision, judging.http_shape) == (JUDGE, JUDGE, None, "openai chat completions")
     # the spec's token limit is what the backend sends; the protocol's temperature fills the gap
     assert judging.sampling is not None and (judging.sampling.max_tokens, judging.sampling.temperature) == (64, 0.0)
+    # a reasoning model is sent no node temperature: none is claimed for it
+    reasoning = create_backend(Spec.parse("openai/o3-mini?base_url=http://127.0.0.1:9/v1"))
+    assert reasoning.request_settings("judge") == frozenset({"max_tokens"})
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
@@ -168,7 +180,7 @@ def test_the_viewer_shows_how_each_run_was_made(wise_run: Path) -> None:
     assert made is not None and made.roles["judge"].template_hash is not None
     lines = run_entry["how_made"]
     assert lines[0].startswith(f"umni {__version__}") and "seed 7" in lines[0]
-    assert any(line.startswith("judge: sim/umm (skill=1)") and "temperature 0" in line for line in lines)
+    assert any(line.startswith("judge: sim/umm (skill=1) (sim backend), revision 2, cpu") for line in lines)
     assert f"judge template: sha256 {made.roles['judge'].template_hash}" in "\n".join(lines)
     assert lines[-1] == "deviations in effect: " + ", ".join(made.deviations)
     assert any(table.get("how_made") for table in data.tables())

@@ -180,6 +180,13 @@ class Backend:
             sampling=sampling_of(params if isinstance(params, dict) else {}),
         )
 
+    def request_settings(self, role: str) -> frozenset[str]:
+        """The sampling settings of a node's request (``temperature``, ``max_tokens``) this backend
+        applies to `role`'s calls: the run's provenance takes their values from the protocol where
+        the backend sets none itself. A backend that ignores a node's temperature (a reasoning
+        model's API that refuses it, a program that does not sample) leaves it out."""
+        return frozenset({"temperature", "max_tokens"})
+
     def identity_hash(self) -> str:
         text = json.dumps(self.identity(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()

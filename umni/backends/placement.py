@@ -195,6 +195,7 @@ class RayPool(Backend):
         self._role_identities = {role: probe.identity_for(role) for role in probe.fills()}
         #: as the probe, built here, states it (its device is this machine's guess, not the actors')
         self._provenance = {role: probe.provenance(role) for role in probe.fills()}
+        self._request_settings = {role: probe.request_settings(role) for role in probe.fills()}
         self._per_replica = probe.concurrency
         self._roles = probe.fills()
         self._takes_options = (
@@ -217,6 +218,9 @@ class RayPool(Backend):
     def provenance(self, role: str) -> RoleProvenance:
         found = self._provenance.get(role)
         return found.model_copy(update={"device": None}) if found is not None else super().provenance(role)
+
+    def request_settings(self, role: str) -> frozenset[str]:
+        return self._request_settings.get(role) or super().request_settings(role)
 
     def fills(self) -> frozenset[str]:
         return self._roles

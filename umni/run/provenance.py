@@ -44,18 +44,22 @@ def run_provenance(
         seed=seed,
         deviations=protocol.deviations_in_effect(scores, options),
         roles={
-            role: role_provenance(bindings[role].provenance(role), templates.get(role))
+            role: role_provenance(bindings[role].provenance(role), templates.get(role), bindings[role].request_settings(role))
             for role in bindings.roles()
             if role in used
         },
     )
 
 
-def role_provenance(backend: RoleProvenance, template: RoleTemplate | None) -> RoleProvenance:
-    """What the backend says of a role, with the protocol's template and request settings added."""
+def role_provenance(backend: RoleProvenance, template: RoleTemplate | None, applied: frozenset[str]) -> RoleProvenance:
+    """What the backend says of a role, with the protocol's template and the request settings the
+    backend `applied` added."""
     if template is None:
         return backend
-    asked = Sampling(temperature=template.temperature, max_tokens=template.max_tokens)
+    asked = Sampling(
+        temperature=template.temperature if "temperature" in applied else None,
+        max_tokens=template.max_tokens if "max_tokens" in applied else None,
+    )
     return backend.model_copy(
         update={
             "sampling": _fill(backend.sampling, asked),
