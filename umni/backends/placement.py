@@ -220,7 +220,8 @@ class RayPool(Backend):
         return found.model_copy(update={"device": None}) if found is not None else super().provenance(role)
 
     def request_settings(self, role: str) -> frozenset[str]:
-        return self._request_settings.get(role) or super().request_settings(role)
+        found = self._request_settings.get(role)  # an empty set is an answer: the backend applies none
+        return found if found is not None else super().request_settings(role)
 
     def fills(self) -> frozenset[str]:
         return self._roles
