@@ -59,6 +59,8 @@ from umni.plugin import (
     DegenerateOutput,
     ImageReply,
     Part,
+    RoleProvenance,
+    Sampling,
     Spec,
     Usage,
     file_sha256,
@@ -618,6 +620,19 @@ class DiffusersBackend(Backend):
             "dtype": self.dtype,
             "params": params,
         }
+
+    def provenance(self, role: str) -> RoleProvenance:
+        """The model and its pinned commit (a local folder: the hash of its files), the pipeline's
+        dtype and device, and the steps and guidance it draws with (None: the pipeline's default)."""
+        return RoleProvenance(
+            backend=self.provider,
+            model=self.source.location,
+            revision=self.source.fingerprint,
+            dtype=self.dtype,
+            device=self.device,
+            sampling=Sampling(steps=self.steps, guidance=self.guidance),
+            seed_policy="each image draws from a CPU torch generator seeded by the node's seed",
+        )
 
     # -- roles -------------------------------------------------------------------------------------
 

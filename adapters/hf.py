@@ -54,6 +54,8 @@ from umni.plugin import (
     Detection,
     ImageReply,
     Part,
+    RoleProvenance,
+    Sampling,
     Spec,
     TextReply,
 )
@@ -150,6 +152,32 @@ class HFBackend(Backend):
             "dtype": self.dtype,
             "params": dict(self.settings),
         }
+
+    def provenance(self, role: str) -> RoleProvenance:
+        """The repo (or folder) and the commit its snapshot resolved to (a local folder: the hash of
+        its files), dtype and device; text settings for text roles, Janus/Emu3's image settings for
+        generate."""
+        settings = self.settings
+        if role == GENERATE and self.kind in (JANUS, EMU3):
+            sampling = Sampling(temperature=settings.get("image_temperature"), guidance=settings.get("cfg"))
+            seeds = "each image samples from a generator seeded by the node's seed"
+        elif "temperature" in settings:
+            sampling = Sampling(temperature=settings["temperature"], max_tokens=settings.get("max_new_tokens"))
+            seeds = (
+                "greedy decoding (temperature 0): the seed is not used" if not settings["temperature"]
+                else "each reply samples from its own generator seeded by the node's seed"
+            )
+        else:
+            sampling, seeds = None, "deterministic (no sampling)"
+        return RoleProvenance(
+            backend=self.provider,
+            model=self.source.name,
+            revision=self.source.revision,
+            dtype=self.dtype,
+            device=self.device,
+            sampling=sampling,
+            seed_policy=seeds,
+        )
 
     async def start(self) -> None:
         if self._loaded is None:

@@ -30,6 +30,8 @@ from umni.plugin import (
     ImageReply,
     Part,
     RequestOptions,
+    RoleProvenance,
+    Sampling,
     Spec,
     TextReply,
     Usage,
@@ -212,6 +214,40 @@ class OpenAIBackend(Backend):
                 for path in sorted(p for p in wanted if report.has(p) is False):
                     problems.append(f"{who}: no {path} endpoint (HTTP {report.endpoints[path]}); {ENDPOINT_USERS[path]}")
         return problems
+
+    def provenance(self, role: str) -> RoleProvenance:
+        """The model asked for and the id the servers reported serving (with the weights' path a
+        vLLM-style card names), the request shape (chat completions, or the images endpoints for
+        images), and the sampling fields the spec sets; the protocol's own request settings fill
+        in the rest (`umni.run.provenance`)."""
+        params = self.params
+        images = role in (GENERATE, EDIT)
+        if images:
+            api = self.image_api or ("images" if not self._settled else "undecided")
+            shape = "openai chat completions (image output)" if api == "chat" else f"openai {api} endpoints"
+            sampling = Sampling(steps=params.steps, guidance=params.guidance)
+            seeds = (
+                "the node's seed goes with every request" if api == "chat" or params.image_seed
+                else "no seed is sent to the images endpoints (image_seed=false)"
+            )
+        else:
+            shape = "openai chat completions"
+            sampling = Sampling(temperature=params.temperature, max_tokens=params.max_tokens)
+            seeds = "the node's seed goes with every request (servers may not honour it)"
+        reported, weights = _reported(self.model, self._reports)
+        return RoleProvenance(
+            backend=self.provider,
+            model=self.model,
+            revision=weights,
+            reported_id=reported,
+            sampling=sampling,
+            seed_policy=seeds,
+            http_shape=shape,
+        )
+
+    def request_settings(self, role: str) -> frozenset[str]:
+        # a reasoning model is sent no node temperature (its API refuses one); the spec's still goes
+        return frozenset({"max_tokens"}) if self.reasoning else super().request_settings(role)
 
     async def settle(self, roles: frozenset[str]) -> dict[str, Any]:
         """Decide image_api=auto before any key is made (one probe, unless the pre-flight asked
@@ -427,3 +463,15 @@ __all__ = [
     "parse_retry_after",
     "decode_image",
 ]
+
+
+def _reported(model: str, reports: Sequence[ServerReport]) -> tuple[str | None, str | None]:
+    """The id the servers reported for `model` and the weights' path its card names (vLLM's
+    ``root``, where it differs from the id); every id they listed when none is `model`; None
+    for what no server said."""
+    listed = [entry for report in reports if report.reached for entry in report.models]
+    for entry in listed:
+        if entry.get("id") == model:
+            root = entry.get("root")
+            return model, root if root and root != model else None
+    return (", ".join(dict.fromkeys(str(entry.get("id")) for entry in listed)) or None), None

@@ -59,6 +59,7 @@ from umni.plugin import (
     ConfigError,
     ImageReply,
     Part,
+    RoleProvenance,
     Spec,
     TextReply,
     Usage,
@@ -275,6 +276,20 @@ class SimBackend(Backend):
         if self.settings.judge_bias:
             params["judge_bias"] = str(self.settings.judge_bias)
         return {"provider": self.provider, "name": MODEL_NAME, "params": params, "revision": SIM_REVISION}
+
+    def provenance(self, role: str) -> RoleProvenance:
+        """sim/umm is a program, not a model: its revision is its rules' version, and every output
+        is a function of its seed, the node's seed and the call's inputs."""
+        return RoleProvenance(
+            backend=self.provider,
+            model=f"{self.provider}/{MODEL_NAME} (skill={self.settings.skill:g})",
+            revision=SIM_REVISION,
+            device="cpu",
+            seed_policy=f"deterministic: each output is drawn from seed={self.settings.seed}, the node's seed and its inputs",
+        )
+
+    def request_settings(self, role: str) -> frozenset[str]:
+        return frozenset()  # a node's temperature and reply limit change nothing sim says
 
     # -- call mechanics ---------------------------------------------------------------------------
     async def _gate(self, kind: str, *key_parts: object) -> None:

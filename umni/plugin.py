@@ -77,6 +77,7 @@ _EXPORTS = {
     "Note": "umni.protocols.protocol",
     "Skipped": "umni.protocols.protocol",
     "View": "umni.protocols.protocol",
+    "RoleTemplate": "umni.protocols.protocol",
     "node_status": "umni.protocols.protocol",
     "HeadlineParts": "umni.protocols.headline",
     "Scores": "umni.protocols.scores",
@@ -84,6 +85,9 @@ _EXPORTS = {
     "CaseRecord": "umni.store.runfolder",
     "NodeRecord": "umni.store.runfolder",
     "FailureRecord": "umni.store.runfolder",
+    # what a backend says of how it made a role's outputs (`Backend.provenance`)
+    "RoleProvenance": "umni.store.runfolder",
+    "Sampling": "umni.store.runfolder",
     "Graph": "umni.graph.graph",
     "Node": "umni.graph.nodes",
     "Ref": "umni.graph.nodes",
@@ -161,6 +165,7 @@ if TYPE_CHECKING:
     from umni.protocols.protocol import CaseSet as CaseSet
     from umni.protocols.protocol import Note as Note
     from umni.protocols.protocol import Protocol as Protocol
+    from umni.protocols.protocol import RoleTemplate as RoleTemplate
     from umni.protocols.protocol import Skipped as Skipped
     from umni.protocols.protocol import View as View
     from umni.protocols.protocol import node_status as node_status
@@ -171,6 +176,8 @@ if TYPE_CHECKING:
     from umni.store.runfolder import CaseRecord as CaseRecord
     from umni.store.runfolder import FailureRecord as FailureRecord
     from umni.store.runfolder import NodeRecord as NodeRecord
+    from umni.store.runfolder import RoleProvenance as RoleProvenance
+    from umni.store.runfolder import Sampling as Sampling
     from umni.util.choices import parse_choice as parse_choice
     from umni.util.errors import BackendError as BackendError
     from umni.util.errors import ConfigError as ConfigError

@@ -37,6 +37,8 @@ from .cases import AegisCase, LocatedCase, located
 from .options import AegisOptions
 
 JUDGE_NODE = "judge"
+#: the judge's reply limit: a reason for every checklist item fits
+JUDGE_MAX_TOKENS = 2048
 #: The prefix of the ids of the judge's input preparation (ids only name nodes; see `AegisHandles`).
 JUDGE_SIDE = "judge"
 
@@ -156,7 +158,7 @@ def _case_graph(case: LocatedCase, options: AegisOptions) -> Graph[AegisHandles]
     ]
     if case.task == "understanding":
         parts.insert(-1, "(no output image)")
-    judge = g.judge(JUDGE_NODE, parts, _checklist_parser(len(case.checklist)), max_tokens=2048)
+    judge = g.judge(JUDGE_NODE, parts, _checklist_parser(len(case.checklist)), max_tokens=JUDGE_MAX_TOKENS)
     if judge_when is not None:
         condition, named = judge_when
         g.when(judge, condition, **named)

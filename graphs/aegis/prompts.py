@@ -290,6 +290,18 @@ answer_list holds exactly {n} entries, each "Y" or "N", in checklist order; reas
 reason per item."""
 
 
+#: The official judge request umni's restates (its inputs, rules and JSON reply; not its words).
+OFFICIAL_JUDGE = (
+    "AEGIS Deterministic Checklist-based Evaluation (DongSky/AEGIS): Y/N per checklist item as JSON "
+    "answer_list/reason_list, in umni's wording"
+)
+
+
+def judge_texts() -> tuple[str, ...]:
+    """The fixed texts of the judge request (its introduction and rules), for a run's provenance."""
+    return (_JUDGE_INTRO, _JUDGE_RULES)
+
+
 def checklist_lines(case: AegisCase) -> str:
     """The checklist as numbered `1. [Tag] question` lines."""
     return "\n".join(f"{i}. {item.render()}" for i, item in enumerate(case.checklist, start=1))

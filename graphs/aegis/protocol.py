@@ -18,10 +18,23 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from umni.plugin import EDIT, GENERATE, JUDGE, UNDERSTAND, CaseSet, Graph, HeadlineParts, Outcome, Protocol, View
+from umni.plugin import (
+    EDIT,
+    GENERATE,
+    JUDGE,
+    UNDERSTAND,
+    CaseSet,
+    Graph,
+    HeadlineParts,
+    Outcome,
+    Protocol,
+    RoleTemplate,
+    View,
+)
 
+from . import prompts
 from .cases import AegisCase, load_case_set, located
-from .graph import AegisHandles, build_case_graph
+from .graph import JUDGE_MAX_TOKENS, AegisHandles, build_case_graph
 from .options import AegisOptions
 from .records import AegisResult, case_record, case_views, checklist_score, with_checklist_score
 from .summary import AegisScores, headline_parts, score_tables, summarize_records, why_no_overall
@@ -33,6 +46,7 @@ class Aegis(Protocol[AegisCase, AegisOptions, AegisResult, AegisScores]):
     roles = (UNDERSTAND, GENERATE, EDIT, JUDGE)
     Options = AegisOptions
     paper_numbers = Path(__file__).with_name("paper.json")
+    scoring_version = "1"
 
     def judgements(self, record: AegisResult) -> dict[str, float | None]:
         return checklist_score(record)
@@ -69,6 +83,9 @@ class Aegis(Protocol[AegisCase, AegisOptions, AegisResult, AegisScores]):
 
     def tables(self, summary: dict[str, Any]) -> list[tuple[str, list[str], list[list[Any]]]]:
         return score_tables(summary)
+
+    def templates(self, options: AegisOptions) -> dict[str, RoleTemplate]:
+        return {JUDGE: RoleTemplate(prompts.judge_texts(), prompts.OFFICIAL_JUDGE, max_tokens=JUDGE_MAX_TOKENS)}
 
     def views(self, record: AegisResult) -> list[View]:
         return case_views(record)

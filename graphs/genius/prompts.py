@@ -223,6 +223,18 @@ Reply with exactly the line below, 0 or 1 in place of the range, and no other te
 Copy: <0-1>"""
 
 
+#: The official judge prompts umni's four restate (their rubrics, scales and answer lines; not their words).
+OFFICIAL_JUDGE = (
+    "GENIUS judge prompts (arctanxarc/GENIUS eval.py; paper appendix): Rule Compliance, Visual Consistency "
+    "and Aesthetic Quality 0-2 and the copy check 0|1, in umni's wording"
+)
+
+
+def judge_texts() -> tuple[str, ...]:
+    """The fixed texts of the four judge prompts, in the order RC, VC, AQ, copy (for a run's provenance)."""
+    return (_RC, _VC, _AQ, _COPY, ANSWER_HEADING)
+
+
 def rule_compliance_prompt(rc_hint: str) -> str:
     """Judge prompt for Rule Compliance; send with the output image."""
     return _RC.format(hint=hint_text(rc_hint), heading=ANSWER_HEADING)

@@ -20,8 +20,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from umni.plugin import GENERATE, JUDGE, CaseSet, Graph, HeadlineParts, Outcome, Protocol, View
+from umni.plugin import GENERATE, JUDGE, CaseSet, Graph, HeadlineParts, Outcome, Protocol, RoleTemplate, View
 
+from . import prompts
 from .cases import GeniusTask, case_schema, load_tasks
 from .graph import GeniusHandles, build_case_graph
 from .options import GeniusOptions
@@ -35,6 +36,7 @@ class Genius(Protocol[GeniusTask, GeniusOptions, GeniusResult, GeniusScores]):
     roles = (GENERATE, JUDGE)
     Options = GeniusOptions
     paper_numbers = Path(__file__).with_name("paper.json")
+    scoring_version = "1"
 
     def case_schema(self) -> dict[str, Any]:
         return case_schema()
@@ -71,6 +73,11 @@ class Genius(Protocol[GeniusTask, GeniusOptions, GeniusResult, GeniusScores]):
 
     def tables(self, summary: dict[str, Any]) -> list[Table]:
         return score_tables(summary)
+
+    def templates(self, options: GeniusOptions) -> dict[str, RoleTemplate]:
+        # 1024 tokens: the judge node's default reply limit, which GENIUS's judge nodes keep
+        follows = f"{prompts.OFFICIAL_JUDGE}; each metric judged {options.judge_rounds} times, the mark round(mean)"
+        return {JUDGE: RoleTemplate(prompts.judge_texts(), follows, max_tokens=1024)}
 
     def views(self, record: GeniusResult) -> list[View]:
         return case_views(record)

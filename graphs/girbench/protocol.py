@@ -65,6 +65,7 @@ class GirBench(Protocol[GirCase, GirOptions, GirRecord, GirScores]):
     name = "girbench"
     title = "GIR-Bench: reasoning-centric generation and editing"
     roles = ALL_ROLES
+    scoring_version = "1"
     Options = GirOptions
     paper_numbers = Path(__file__).with_name("paper.json")
 

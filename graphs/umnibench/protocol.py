@@ -32,6 +32,7 @@ class UmniBench(Protocol[UmniCase, UmniOptions, UmniRecord, UmniScores]):
     name = "umnibench"
     title = "UmniBench self-evaluation"
     roles = (GENERATE, EDIT, UNDERSTAND)
+    scoring_version = "1"
     Options = UmniOptions
     paper_numbers = Path(__file__).with_name("paper.json")
 

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from umni.plugin import Graph, Ref
+from umni.plugin import Graph, Ref, RoleTemplate
 
 from ..keyed import keyed_as
 from . import prompts as P
@@ -69,6 +69,18 @@ def parse_verified_score(text: str) -> dict[str, int]:
 
 keyed_as(parse_legacy_marks, "umni_graphs.wise.protocol")
 keyed_as(parse_verified_score, "umni_graphs.wise.protocol")
+
+
+def judge_template(options: WiseOptions) -> RoleTemplate:
+    """The judge's template and request settings, for the run's provenance: umni's wording of the
+    official request, or the user's template (``judge_prompt``)."""
+    if options.judge_prompt is not None:
+        own = P.judge_template(options.judge_prompt)
+        texts: tuple[str, ...] = (own.system or "", own.user)
+        follows = f"the user's template {options.judge_prompt.name} (judge_prompt), asked as the official {options.scoring} request"
+    else:
+        texts, follows = P.judge_texts(options.scoring), P.OFFICIAL_JUDGE[options.scoring]
+    return RoleTemplate(texts, follows, temperature=JUDGE_TEMPERATURE, max_tokens=JUDGE_MAX_TOKENS[options.scoring])
 
 
 def build_case_graph(case: WiseCase, options: WiseOptions) -> Graph[WiseHandles]:

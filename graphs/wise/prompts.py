@@ -87,6 +87,22 @@ VERIFIED_SYSTEM = (
 )
 
 
+#: The official judge request each of umni's judge templates restates (its rubric, scale, answer
+#: format and system message; not its words: deviation ``judge-wording``).
+OFFICIAL_JUDGE = {
+    "verified": "WISE verified judge request (PKU-YuanGroup/WISE vllm_eval.py): binary Score 0|1, in umni's wording",
+    "legacy": "WISE judge request (PKU-YuanGroup/WISE WISE_legacy/gpt_eval.py): Consistency, Realism and "
+    "Aesthetic Quality 0-2, in umni's wording",
+}
+
+
+def judge_texts(scoring: str) -> tuple[str, ...]:
+    """The fixed texts of umni's judge request for `scoring`: its system message and template."""
+    if scoring == "legacy":
+        return (LEGACY_SYSTEM, _LEGACY_TEMPLATE)
+    return (VERIFIED_SYSTEM, _VERIFIED_TEMPLATE)
+
+
 class JudgeTemplate(NamedTuple):
     """A judge request from the user's file (``--option judge_prompt=FILE``): the system message and
     the user text, with ``{prompt}`` and ``{explanation}`` where the case's texts go."""

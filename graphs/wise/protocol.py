@@ -18,10 +18,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from umni.plugin import GENERATE, JUDGE, CaseSet, Graph, HeadlineParts, Outcome, Protocol, View
+from umni.plugin import GENERATE, JUDGE, CaseSet, Graph, HeadlineParts, Outcome, Protocol, RoleTemplate, View
 
 from .cases import WiseCase, load_cases, prompt_file_schema
-from .graph import WiseHandles, build_case_graph
+from .graph import WiseHandles, build_case_graph, judge_template
 from .options import WiseOptions
 from .records import WiseRecord, case_record, case_views, judge_marks, with_marks
 from .summary import WiseScores, headline_parts, score_tables, stratum, summarize_records, why_no_overall
@@ -33,6 +33,7 @@ class Wise(Protocol[WiseCase, WiseOptions, WiseRecord, WiseScores]):
     roles = (GENERATE, JUDGE)
     Options = WiseOptions
     paper_numbers = Path(__file__).with_name("paper.json")
+    scoring_version = "1"
 
     def case_schema(self) -> dict[str, Any]:
         return prompt_file_schema()
@@ -76,6 +77,9 @@ class Wise(Protocol[WiseCase, WiseOptions, WiseRecord, WiseScores]):
 
     def tables(self, summary: dict[str, Any]) -> list[tuple[str, list[str], list[list[Any]]]]:
         return score_tables(summary)
+
+    def templates(self, options: WiseOptions) -> dict[str, RoleTemplate]:
+        return {JUDGE: judge_template(options)}
 
     def views(self, record: WiseRecord) -> list[View]:
         return case_views(record)

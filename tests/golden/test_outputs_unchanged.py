@@ -2,7 +2,8 @@
 
 The files were written before umni/ was split into layered sub-packages; a refactor that moves code
 must not move a single output byte. Two fields of summary.json describe the run, not its results
-(where it ran and how long it took), so they are set aside before comparing. To accept a deliberate
+(where it ran and how long it took), so they are set aside before comparing, as is the commit of
+the checkout that ran it (``provenance.umni_commit``). To accept a deliberate
 change of output, regenerate with `UMNI_WRITE_GOLDEN=1 pytest tests/golden`. The checkout's own path,
 which transcripts hold for bundled case images, reads `<repo>` in the files.
 """
@@ -37,6 +38,7 @@ def comparable_summary(path: Path) -> str:
     for field in RUN_FIELDS:
         assert field in summary, f"{path}: {field} missing"
         summary[field] = "<run>"
+    summary["provenance"]["umni_commit"] = "<run>"  # the checkout's commit, when run from one
     return json.dumps(summary, indent=2) + "\n"
 
 

@@ -71,6 +71,15 @@ def test_identity_is_the_same_in_process_or_on_ray() -> None:
     assert placed.concurrency == 2 * local.concurrency
 
 
+def test_provenance_is_the_real_backends_on_ray_but_for_the_device() -> None:
+    """A pool states its backend's model, revision and settings; its device is the actors' to say."""
+    local = create_backend(Spec.parse("sim/umm?skill=0.5"))
+    placed = create_backend(Spec.parse("sim/umm?skill=0.5&placement=ray&replicas=2&cpus=0.5"))
+    for role in ("generate", "judge"):
+        assert placed.provenance(role) == local.provenance(role).model_copy(update={"device": None})
+        assert placed.request_settings(role) == local.request_settings(role) == frozenset()
+
+
 def test_identity_per_role_is_the_real_backends_on_ray() -> None:
     """How images are asked for enters image nodes' keys only, on Ray as in process."""
     spec = "openai/m?base_url=http://gpu:8000/v1&image_api=chat"

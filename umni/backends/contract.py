@@ -24,6 +24,7 @@ from pydantic import (
 )
 
 from umni.backends.roles import known_roles
+from umni.store.runfolder import RoleProvenance, Sampling
 from umni.util.entrypoints import load_entry_point
 from umni.util.errors import ConfigError
 from umni.util.spec import Spec
@@ -161,6 +162,31 @@ class Backend:
         keys of image nodes only, so changing it recomputes those and nothing else)."""
         return self.identity()
 
+    def provenance(self, role: str) -> RoleProvenance:
+        """How this backend makes `role`'s outputs, as a methods section states it (summary.json's
+        ``provenance``, `umni methods`): its model, the revision it resolved, dtype, device, the
+        sampling settings it applies, how it uses the node's seed, how it is asked over HTTP.
+
+        The default reads `identity_for` (a name, a ``revision`` or ``model_version``, a ``dtype``,
+        the sampling parameters the spec sets); a backend that knows more (the snapshot it loaded,
+        its device, the id its server reported) overrides it. None is an honest "unknown"."""
+        identity = self.identity_for(role)
+        params = identity.get("params")
+        return RoleProvenance(
+            backend=self.spec.provider,
+            model=_text(identity.get("name") or identity.get("model")) or self.spec.name,
+            revision=_text(identity.get("revision") or identity.get("model_version")),
+            dtype=_text(identity.get("dtype")),
+            sampling=sampling_of(params if isinstance(params, dict) else {}),
+        )
+
+    def request_settings(self, role: str) -> frozenset[str]:
+        """The sampling settings of a node's request (``temperature``, ``max_tokens``) this backend
+        applies to `role`'s calls: the run's provenance takes their values from the protocol where
+        the backend sets none itself. A backend that ignores a node's temperature (a reasoning
+        model's API that refuses it, a program that does not sample) leaves it out."""
+        return frozenset({"temperature", "max_tokens"})
+
     def identity_hash(self) -> str:
         text = json.dumps(self.identity(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()
@@ -187,6 +213,44 @@ class Backend:
         if key is None:
             key = self.__dict__["_usage_key"] = str(Spec(provider=self.spec.provider, name=self.spec.name))
         return key
+
+
+#: Spec parameter names that set each sampling setting, in the spellings umni's backends use.
+_SAMPLING_NAMES: dict[str, tuple[str, ...]] = {
+    "temperature": ("temperature",),
+    "max_tokens": ("max_tokens", "max_new_tokens"),
+    "steps": ("steps", "num_inference_steps"),
+    "guidance": ("guidance", "guidance_scale", "cfg"),
+}
+
+
+def sampling_of(params: dict[str, Any]) -> Sampling | None:
+    """The sampling settings among a backend's parameters (spec values are text: read as numbers);
+    None when it sets none."""
+    found: dict[str, int | float] = {}
+    for setting, names in _SAMPLING_NAMES.items():
+        for name in names:
+            value = _number(params.get(name))
+            if value is not None:
+                found[setting] = int(value) if setting in ("max_tokens", "steps") else value
+                break
+    return Sampling.model_validate(found) if found else None
+
+
+def _number(value: Any) -> int | float | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return value
+    try:
+        number = float(str(value))
+    except ValueError:
+        return None
+    return int(number) if number.is_integer() and "." not in str(value) else number
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None or value == "" else str(value)
 
 
 async def start_backends(backends: Iterable[Backend]) -> None:

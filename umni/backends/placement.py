@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 from umni.backends.contract import Backend, backend_class
 from umni.backends.pool_shape import PLACEMENT_PARAMS, PoolShape, shape_text
 from umni.backends.wire import from_wire, to_wire
+from umni.store.runfolder import RoleProvenance
 from umni.util.errors import BackendError, ConfigError
 from umni.util.spec import Spec
 
@@ -192,6 +193,9 @@ class RayPool(Backend):
         self.max_restarts = self.shape.max_restarts
         self._identity = probe.identity()
         self._role_identities = {role: probe.identity_for(role) for role in probe.fills()}
+        #: as the probe, built here, states it (its device is this machine's guess, not the actors')
+        self._provenance = {role: probe.provenance(role) for role in probe.fills()}
+        self._request_settings = {role: probe.request_settings(role) for role in probe.fills()}
         self._per_replica = probe.concurrency
         self._roles = probe.fills()
         self._takes_options = (
@@ -210,6 +214,14 @@ class RayPool(Backend):
 
     def identity_for(self, role: str | None) -> dict[str, Any]:
         return self._role_identities.get(role or "", self._identity)
+
+    def provenance(self, role: str) -> RoleProvenance:
+        found = self._provenance.get(role)
+        return found.model_copy(update={"device": None}) if found is not None else super().provenance(role)
+
+    def request_settings(self, role: str) -> frozenset[str]:
+        found = self._request_settings.get(role)  # an empty set is an answer: the backend applies none
+        return found if found is not None else super().request_settings(role)
 
     def fills(self) -> frozenset[str]:
         return self._roles

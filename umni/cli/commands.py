@@ -322,6 +322,13 @@ def cmd_power(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_methods(args: argparse.Namespace) -> int:
+    from umni.reporting.methods import methods_of
+
+    print(methods_of(args.runs).render(args.format), end="")
+    return EXIT_OK
+
+
 def cmd_rejudge(args: argparse.Namespace) -> int:
     from umni.run.rejudge import rejudge
     from umni.util.spec import parse_role_binding
@@ -450,6 +457,7 @@ COMMANDS = {
     "sweep": cmd_sweep,
     "leaderboard": cmd_leaderboard,
     "power": cmd_power,
+    "methods": cmd_methods,
     "rejudge": cmd_rejudge,
     "agree": cmd_agree,
     "calibrate": cmd_calibrate,

@@ -126,6 +126,11 @@ def build_parser() -> argparse.ArgumentParser:
     power.add_argument("--alpha", type=float, default=0.05, help="two-sided significance level (default 0.05)")
     power.add_argument("--power", type=float, default=0.8, help="the chance of detecting the difference when it is there (default 0.8)")
 
+    methods = sub.add_parser("methods", help="how a run's (or a sweep's) numbers were made: an appendix paragraph and a settings table "
+                             "(models, revisions, sampling, judge template hashes, deviations)")
+    methods.add_argument("runs", type=Path, nargs="+", metavar="RUN", help="run directories or sweep folders")
+    methods.add_argument("--format", choices=("markdown", "latex"), default="markdown", help="markdown (default) or latex")
+
     rejudge = sub.add_parser("rejudge", help="re-score a run with another judge; nothing else is re-run")
     rejudge.add_argument("run", type=Path)
     rejudge.add_argument("--role", required=True, metavar="judge=SPEC", help="the new judge, e.g. judge=openai/gpt-4o")

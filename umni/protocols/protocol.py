@@ -18,6 +18,7 @@ dict (`scores_json` writes a dict as it is).
 
 from __future__ import annotations
 
+import hashlib
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -78,6 +79,27 @@ class View:
     verdict: bool | None = None
 
 
+@dataclass(frozen=True)
+class RoleTemplate:
+    """The fixed texts a protocol sends one role (a judge's rubric, its system message, the answer
+    format), the official template they follow, and the request settings the protocol's nodes ask
+    of that role: what a run's provenance says of the role beyond its backend (`Protocol.templates`).
+    The texts are hashed, not stored: the hash changes whenever the wording does."""
+
+    texts: tuple[str, ...]
+    #: the official template these texts follow (paper, repository, file), or how they depart from it
+    follows: str | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+
+    def digest(self) -> str:
+        """sha256 of the texts in order (each followed by a separator, so no two splits collide)."""
+        hashed = hashlib.sha256()
+        for text in self.texts:
+            hashed.update(text.encode("utf-8") + b"\x1e")
+        return hashed.hexdigest()
+
+
 class NoOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -95,6 +117,9 @@ class Protocol(ABC, Generic[CaseT, OptionsT, RecordT, ScoresT]):
     #: The numbers the protocol's paper reports, as data (`umni.protocols.paper.PaperNumbers`):
     #: ``leaderboard --compare-paper`` sets a labelled run beside its paper row. None: none stored.
     paper_numbers: ClassVar[Path | None] = None
+    #: The version of the protocol's scoring code: raised when a change can move a score, so a
+    #: number carries the rules it was made by (summary.json's ``provenance``). None: not stated.
+    scoring_version: ClassVar[str | None] = None
 
     @abstractmethod
     def bundled_cases(self) -> Path: ...
@@ -217,6 +242,20 @@ class Protocol(ABC, Generic[CaseT, OptionsT, RecordT, ScoresT]):
         any node runs; a problem stops the run at once instead of failing every case. Default: none.
         Must not call the network."""
         return []
+
+    def templates(self, options: OptionsT) -> dict[str, RoleTemplate]:
+        """Per role, the fixed prompt texts the protocol sends it under `options` and the official
+        template they follow, for the run's provenance (a judge's template hash). Default: none."""
+        return {}
+
+    def deviations_in_effect(self, scores: Mapping[str, Any], options: OptionsT) -> list[str]:
+        """The ids of the deviations from the official code that apply to a run with these scores
+        (summary.json's ``scores``). Default: the ``id`` of each entry of ``scores["deviations"]``,
+        where every bundled protocol lists them."""
+        listed = scores.get("deviations")
+        if not isinstance(listed, list):
+            return []
+        return [str(entry["id"]) for entry in listed if isinstance(entry, dict) and "id" in entry]
 
     def judgements(self, record: RecordT) -> dict[str, float | None]:
         """Per-case numbers that judge agreement compares (metric -> value; None when failed)."""

@@ -21,6 +21,7 @@ from pathlib import Path
 from umni.reporting.intervals import bootstrap, bootstrap_headline, bootstrap_intervals  # noqa: F401 - bootstrap_headline, bootstrap_intervals: importable from here too
 from umni.reporting.layouts import LAYOUT_NAMES, layout_for
 from umni.reporting.layouts import generic as _generic
+from umni.reporting.methods import how_made
 from umni.reporting.runset import (  # noqa: F401 - coverage_line, failure_share, find_runs, find_summaries, run_label: importable from here too
     Run,
     coverage_line,
@@ -46,7 +47,8 @@ def write_run_tables(run_dir: Path, summary: Summary) -> Path:
     done = bootstrap(run)
     run.intervals, run.no_interval = done.intervals, done.reasons
     folder = RunFolder(run_dir)
-    folder.write_tables(RunTables(intervals=done.intervals, no_interval=done.reasons, tables=[t.to_json() for t in build_tables([run])]))
+    tables = [t.to_json() for t in build_tables([run])]
+    folder.write_tables(RunTables(intervals=done.intervals, no_interval=done.reasons, tables=tables, provenance=summary.provenance))
     return folder.tables_json
 
 
@@ -70,6 +72,8 @@ def build_tables(runs: list[Run] | list[Summary], *, with_ci: bool = True, layou
         deviation = _deviation_note(members)
         if deviation and made:
             made[0].note = (made[0].note + "; " if made[0].note else "") + deviation
+        if made:  # under the protocol's first table, as its deviations
+            made[0].how_made = [how_made(run.label, run.summary.provenance) for run in members]
         tables += made
     return tables
 

@@ -126,6 +126,8 @@ class Table:
     row_groups: bool = False
     #: whether the footnotes explain the cells' intervals, coverage and marks (a table of scores)
     legend: bool = True
+    #: how each run's numbers were made, one footnote line a run (`umni.reporting.methods.how_made`)
+    how_made: list[str] = field(default_factory=list)
 
     # --------------------------------------------------------------------------------- shape
     def headers(self) -> list[str]:
@@ -194,6 +196,7 @@ class Table:
         run's intervals, coverage and reasons; every cell without an interval where one could be,
         by reason. `escape` makes a label safe, `code` sets a mark apart, `note` makes the note safe."""
         lines = [note(self.note)] if self.note else []
+        lines += [note(line) for line in self.how_made]
         if not self.legend:
             return lines
         if plain:
@@ -349,6 +352,7 @@ class Table:
             "groups": self.groups,
             "supergroups": self.supergroups,
             "run_columns": self.run_columns,
+            **({"how_made": self.how_made} if self.how_made else {}),
             "rows": [
                 {"run": r.run, "keys": r.keys, "cells": [cell(c) for c in r.cells], "coverage": cell(r.coverage) if r.coverage else None,
                  "failures": r.failures}
@@ -468,3 +472,13 @@ def _cell_md(text: str) -> str:
 def _md_note(text: str) -> str:
     """A note line below a Markdown table: HTML escaped; its code spans kept."""
     return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("\r", " ").replace("\n", " ")
+
+
+def tex_escape(text: Any) -> str:
+    """Text safe in LaTeX: every character TeX treats specially escaped (as in table labels)."""
+    return _tex(text)
+
+
+def markdown_escape(text: Any) -> str:
+    """Text safe in Markdown: HTML, pipes and emphasis marks escaped (as in table labels)."""
+    return _md(text)

@@ -31,6 +31,7 @@ from umni.reporting.caseindex import (
     read_search_lines,
 )
 from umni.reporting.leaderboard import Run, build_tables, find_runs, label_runs, run_coverage
+from umni.reporting.methods import provenance_lines
 from umni.reporting.pricing import Price, default_price_file, load_prices, usage_cost
 from umni.store.blobs import Blobs
 from umni.store.imageref import ImageRef
@@ -359,6 +360,7 @@ class ViewerData:
                 "overall": s.get("scores", {}).get("overall"), "cases": len(data.entries),
                 "coverage": [coverage.answered, coverage.total], "failed_nodes": failed,
                 "failures": {k: v for k, v in s.get("failures", {}).items() if v},
+                "how_made": provenance_lines(data.run.summary.provenance),
             })
             for item in data.entries:
                 categories.add(item[_CATEGORY])

@@ -199,7 +199,9 @@ async def evaluate_async(
         records = run_dir.store.records_of(positions.keys(), without=("transcript",))
         # nodes of cases finished by an earlier invocation count as reused work, each as its record keeps it
         taken = _cases_taken(request, case_set, cases, shard)
-        summary = build_summary(protocol, options, case_set, bindings, records, stats, done_before, time.time() - started, taken)
+        summary = build_summary(
+            protocol, options, case_set, bindings, records, stats, done_before, time.time() - started, taken, seed=request.seed
+        )
         servers.add_to(summary)
         summary.label = request.label or _label_before(run_dir.files)
         _account(summary, prices, run_dir, lineage, stats.nodes_by_role())

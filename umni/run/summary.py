@@ -16,6 +16,7 @@ from umni.engine.kinds import RunStats
 from umni.graph.outcomes import FAILURE_KINDS
 from umni.protocols.protocol import CaseSet, Protocol, sum_tallies
 from umni.protocols.scores import scores_json
+from umni.run.provenance import run_provenance
 from umni.store.runfolder import CaseRecord, Counts, Invocation, RunScores, SkippedCase, Summary, Totals
 
 
@@ -54,13 +55,14 @@ def build_summary(
     done_before: Container[str],
     seconds: float,
     cases_taken: str | None = None,
+    seed: int | None = None,
 ) -> Summary:
     """summary.json. `records` may be read more than once (a run's are streamed from run.db, one
     at a time on each pass: `umni.store.cache.StoredRecords`). The nodes of `done_before` cases
     (finished by an earlier invocation) count with the status their record keeps: a result as
     cached, a skipped node as skipped, so a repeated or resumed run counts what an uninterrupted one does.
     `cases_taken` says what --limit or --shard left of the case set, when they left anything out
-    (`why_no_overall`)."""
+    (`why_no_overall`). `seed` is the run's, for its provenance."""
     failures: Counter[str] = Counter()
     statuses: Counter[str] = Counter()
     node_notes: Counter[str] = Counter()
@@ -111,6 +113,7 @@ def build_summary(
         node_notes=dict(sorted(node_notes.items())),
         scores=scores,
         why_no_overall=why_no_overall(why_not, cases, statuses, case_set, cases_taken) if _empty_overall(scores) else None,
+        provenance=run_provenance(protocol, options, bindings, scores.root, seed=seed, called=stats.calls),
     )
 
 

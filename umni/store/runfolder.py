@@ -294,9 +294,9 @@ class Sampling(_Section):
 class RoleProvenance(_Section):
     """How one role's outputs were made, as far as its backend and the protocol know (None: unknown).
 
-    `model` is the id the user asked for; `revision` the snapshot or commit it resolved to, and
-    `reported_id` the id the server said it served (an HTTP endpoint may serve another model than
-    the name it was asked by). `http_shape` names the request shape of an HTTP backend (``openai
+    `model` is the id the user asked for; `revision` the snapshot or commit it resolved to (for a
+    served model, the weights' path its server's card names), and `reported_id` the id the server
+    said it served (an HTTP endpoint may serve another model than the name it was asked by). `http_shape` names the request shape of an HTTP backend (``openai
     chat``, ``openai images``). `template_hash` is the hash of the prompt templates the protocol
     sends this role (a judge's rubric), `template_follows` the official template it follows."""
 
@@ -322,6 +322,8 @@ class Provenance(_Section):
     umni_commit: str | None = None
     protocol: str
     scoring_version: str | None = None
+    #: the run's seed, from which every node's seed is derived (its repeat varies it)
+    seed: int | None = None
     #: the ids of the protocol's deviations from its official code in effect in this run
     deviations: list[str] = []
     roles: dict[str, RoleProvenance] = {}

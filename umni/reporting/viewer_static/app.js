@@ -89,7 +89,8 @@ function tableNode(t) {
   if (!rows.length) rows.push(el("tr", {}, el("td", { colspan: t.key_columns.length + t.columns.length + tail }, "no runs")));
   return el("div", { class: "lb-block", "data-protocol": t.protocol },
     el("h3", {}, t.title), el("table", { class: "lb" }, groupRow(t, t.supergroups, tail), groupRow(t, t.groups, tail), head, rows),
-    t.note ? el("p", { class: "note" }, t.note) : null);
+    t.note ? el("p", { class: "note" }, t.note) : null,
+    (t.how_made || []).map(line => el("p", { class: "note how-made" }, line)));
 }
 
 async function renderTables(protocol) {
@@ -207,7 +208,11 @@ function renderRuns() {
         el("td", {}, Object.entries(r.options || {}).map(([k, v]) => k + "=" + (typeof v === "object" ? JSON.stringify(v) : v)).join(", ")),
         el("td", {}, String(r.cases)), el("td", {}, r.coverage[0] + "/" + r.coverage[1]),
         el("td", { class: r.failed_nodes ? "bad" : null }, String(r.failed_nodes)), el("td", {}, fmt(r.overall)),
-        el("td", {}, when(r.finished || r.modified))))))));
+        el("td", {}, when(r.finished || r.modified))))),
+    // how each run's numbers were made: models, revisions, settings, templates, deviations (summary.json's provenance)
+    el("div", { class: "provenance" }, el("h4", {}, "How the numbers were made"),
+      runs.map(r => el("details", { "data-run": r.key }, el("summary", {}, r.key + " · " + r.label),
+        el("ul", {}, (r.how_made || []).map(line => el("li", {}, line)))))))));
 }
 
 function panelNode(p) {
