@@ -282,7 +282,9 @@ class SimBackend(Backend):
         is a function of its seed, the node's seed and the call's inputs."""
         return RoleProvenance(
             backend=self.provider,
-            model=f"{self.provider}/{MODEL_NAME} (skill={self.settings.skill:g})",
+            model=f"{self.provider}/{MODEL_NAME} (skill={self.settings.skill:g}"
+            + (f", judge_bias={self.settings.judge_bias}" if self.settings.judge_bias else "")
+            + ")",
             revision=SIM_REVISION,
             device="cpu",
             seed_policy=f"deterministic: each output is drawn from seed={self.settings.seed}, the node's seed and its inputs",

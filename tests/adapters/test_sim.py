@@ -567,3 +567,9 @@ def test_scenes_that_draw_alike_share_a_drawing_but_keep_their_own_record():
     assert a.info[SCENE_KEY] != b.info[SCENE_KEY]
     assert drawing_key(scene_a, seed=0) == drawing_key(scene_b, seed=0)
     assert drawing_key(scene_a, seed=0) != drawing_key(scene_a, seed=1)
+
+
+def test_a_biased_judge_says_its_bias_in_its_provenance():
+    # a calibration's reader sees which judge was the biased one from the run's provenance alone
+    assert "judge_bias=1" in (sim("judge_bias=1").provenance("judge").model or "")
+    assert "judge_bias" not in (sim("").provenance("judge").model or "")
