@@ -23,7 +23,7 @@ from umni.graph.graph import Graph
 from umni.graph.outcomes import Outcome
 from umni.protocols.caseio import read_jsonl
 from umni.protocols.protocol import CaseSet, NoOptions, Protocol, View, node_status
-from umni.run.evaluation import RunRequest, RunResult, evaluate_async
+from umni.run.evaluation import Prepared, RunRequest, RunResult, evaluate_async
 from umni.util.errors import ParseFailure
 from umni.util.policy import RetryPolicy
 from umni.util.spec import Spec
@@ -137,7 +137,7 @@ def run_protocol(
 ) -> RunResult:
     """The real run path (run.json, run.db, results, summary, report) with test-made bindings."""
     options = protocol.parse_options({})
-    prepared = (protocol, options, protocol.load(cases, options), bindings)
+    prepared = Prepared(protocol, options, protocol.load(cases, options), bindings)
     request = RunRequest(protocol=protocol.name, out=out, cases=cases, cache=out.parent / f"{out.name}-cache",
                          retry=retry, progress=False)  # fmt: skip
     return anyio.run(lambda: evaluate_async(request, prepared))
