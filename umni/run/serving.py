@@ -75,14 +75,27 @@ def _wait_healthy(spec: str, serve: Serve, process: subprocess.Popen[bytes]) -> 
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:
-    """SIGTERM to the server's whole process group (a shell and what it started), SIGKILL after a grace."""
-    if process.poll() is not None:
-        return
+    """SIGTERM to the server's whole process group (a shell and what it started), SIGKILL after a
+    grace. Stopped means the group is gone, not just the shell: the server it started can outlive it
+    by a moment, and the port is free only once that process has exited."""
     with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGTERM)
-    try:
+    deadline = time.monotonic() + STOP_GRACE_S
+    with contextlib.suppress(subprocess.TimeoutExpired):
         process.wait(timeout=STOP_GRACE_S)
-    except subprocess.TimeoutExpired:
+    while _group_alive(process.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if _group_alive(process.pid) or process.poll() is None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
         process.wait()
+
+
+def _group_alive(group: int) -> bool:
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
