@@ -15,6 +15,11 @@ store once with a one-process ``umni sweep FILE``, then times fresh processes of
 Each command runs ``repeats`` times, interleaved; the table shows the median wall and CPU seconds
 (the child's user + system time) and each median over ``python -c pass``'s, all from one run.
 
+The processes keep their compiled bytecode in a folder of the benchmark's own
+(``PYTHONPYCACHEPREFIX``; the fill run writes it), as an installed package has its ``.pyc`` files,
+even where ``PYTHONDONTWRITEBYTECODE`` is set. ``--compile`` measures with every module compiled
+from source in every process instead (what such an environment pays).
+
     python -m bench.task_start            # 7 repetitions, 2 cases
     python -m bench.task_start 15 2 --json task_start.json
 """
@@ -45,9 +50,20 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _timed(command: list[str], cwd: Path) -> tuple[float, float]:
+def _environment(bytecode: Path | None) -> dict[str, str]:
+    """The children's environment: this repository first on the path; their bytecode kept under
+    `bytecode` (None: never kept, every module compiled in every process)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")}
+    env["PYTHONPATH"] = str(_ROOT)
+    if bytecode is None:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+    else:
+        env["PYTHONPYCACHEPREFIX"] = str(bytecode)
+    return env
+
+
+def _timed(command: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float]:
     """Wall and CPU seconds of one fresh process running `command`."""
-    env = {**os.environ, "PYTHONPATH": str(_ROOT)}
     cpu0, began = _children_cpu(), time.perf_counter()
     done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
     wall, cpu = time.perf_counter() - began, _children_cpu() - cpu0
@@ -70,13 +86,14 @@ def _record(folder: Path, unit: str) -> dict[str, Any] | None:
     return json.loads(path.read_text()) if path.is_file() else None
 
 
-def run(repeats: int = 7, limit: int = 2) -> dict[str, Any]:
+def run(repeats: int = 7, limit: int = 2, compile_each_time: bool = False) -> dict[str, Any]:
     python = sys.executable
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
+        env = _environment(None if compile_each_time else folder / "bytecode")
         sweep = _sweep_file(folder, limit)
         umni = [python, "-m", "umni", "sweep", str(sweep)]
-        _timed(umni, folder)  # fills the store (every run from one process; no unit records)
+        _timed(umni, folder, env)  # fills the store (every run from one process; no unit records) and the bytecode
         record = folder / "out" / "units" / "u00000.json"
         commands = {
             "python -c pass": [python, "-c", "pass"],
@@ -89,7 +106,7 @@ def run(repeats: int = 7, limit: int = 2) -> dict[str, Any]:
             for name, command in commands.items():
                 if "cached unit" in name:
                     record.unlink(missing_ok=True)
-                times[name].append(_timed(command, folder))
+                times[name].append(_timed(command, folder, env))
                 if "cached unit" in name:
                     state = _record(folder, "u00000")
                     computed = state["counts"]["computed"] if state else None
@@ -106,7 +123,7 @@ def run(repeats: int = 7, limit: int = 2) -> dict[str, Any]:
     unit_rows = [rows[n] for n in commands if n.startswith("umni sweep")]
     return {
         "name": "task_start",
-        "params": {"repeats": repeats, "limit": limit, "shards": 2, "protocol": "umnibench", "model": "sim/umm"},
+        "params": {"repeats": repeats, "limit": limit, "shards": 2, "protocol": "umnibench", "model": "sim/umm", "bytecode_cached": not compile_each_time},
         "commands": rows,
         "target_wall_s": TARGET_S,
         "meets_target": all(r["wall_s"] <= TARGET_S for r in unit_rows),
@@ -126,10 +143,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.task_start", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("repeats", type=int, nargs="?", default=7, help="fresh processes per command (default: %(default)s)")
     parser.add_argument("limit", type=int, nargs="?", default=2, help="cases of the sweep's one run (default: %(default)s)")
+    parser.add_argument("--compile", action="store_true", help="keep no bytecode: every process compiles every module it imports")
     parser.add_argument("--json", type=Path, help="also write the result here")
     args = parser.parse_args(argv)
     before = calibrate()
-    result = run(args.repeats, args.limit)
+    result = run(args.repeats, args.limit, args.compile)
     result["calibration"] = {"before_seconds": round(before, 3), "after_seconds": round(calibrate(), 3)}
     print(_table(result), file=sys.stderr)
     return emit(result, args.json)
