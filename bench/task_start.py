@@ -6,9 +6,9 @@ small sweep (UmniBench on ``sim/umm``, ``limit`` cases, ``shards: 2``, so two un
 store once with a one-process ``umni sweep FILE``, then times fresh processes of:
 
 - ``python -c pass`` and ``python -c "import umni"`` (the floor and the front's import);
-- ``umni sweep FILE --shard 1/2`` for a **cached** unit: every node of it is in the store but its
-  record is not marked done (removed before each repetition), so the task runs it from the store
-  and marks it done;
+- ``umni sweep FILE --shard 1/2`` for a **cached** unit: every node of it is in the store but
+  neither its record nor its run folder is there (both removed before each repetition), so the task
+  runs its graphs from the store, writes its run folder and marks it done;
 - the same command for a **done** unit (its record says done; the other unit is left undone, so the
   task does not assemble the sweep).
 
@@ -30,6 +30,7 @@ import argparse
 import json
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -105,6 +106,9 @@ def run(repeats: int = 7, limit: int = 2, compile_each_time: bool = False) -> di
         for _ in range(repeats):
             for name, command in commands.items():
                 if "cached unit" in name:
+                    state = _record(folder, "u00000")
+                    if state is not None:
+                        shutil.rmtree(state["out"], ignore_errors=True)
                     record.unlink(missing_ok=True)
                 times[name].append(_timed(command, folder, env))
                 if "cached unit" in name:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -131,3 +132,16 @@ def test_case_shard_folders_are_parts_of_a_run_not_runs(tmp_path: Path, capsys: 
     assert "-shard" not in listed and len([line for line in listed.splitlines() if "umnibench" in line]) == 4
     assert sorted(r.run.path for r in ViewerData([out]).runs) == sorted(runs)
     assert [r.path for r in find_runs([parts[0]])] == [parts[0]]  # named itself: read as asked
+
+
+def test_a_task_whose_units_are_done_loads_no_engine_backend_or_store(tmp_path: Path) -> None:
+    """What a resubmitted Slurm array's finished tasks pay (a task per unit): the sweep file and the
+    unit records, no more (bench/task_start.py times it)."""
+    split = sweep_file(tmp_path, "split", "c")
+    assert main(["sweep", str(split), "--shard", "1/8"]) == 0
+    code = (
+        "import sys; from umni.cli import main; assert main(['sweep', sys.argv[1], '--shard', '1/8']) == 0; "
+        "print(*sorted(m for m in ('umni.engine.runner', 'umni.store.cache', 'umni.backends.bindings', 'umni_adapters', 'umni_graphs', 'numpy', 'PIL', 'anyio') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(split)], capture_output=True, text=True, check=True, cwd=tmp_path)
+    assert "skipped" in done.stdout and done.stdout.splitlines()[-1] == ""

@@ -37,7 +37,7 @@ from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError
 from typing_extensions import TypedDict  # pydantic reads UnitEntry inside UnitPlan (Python 3.11)
 
 from umni.store.hashing import fingerprint
-from umni.store.runfolder import RunFolder
+from umni.store.runfiles import SUMMARY_JSON
 from umni.util.errors import InputError, UmniError
 from umni.util.sharding import Shard
 
@@ -303,7 +303,7 @@ class UnitBook:
 
     def is_done(self, unit: Unit) -> bool:
         record = self.record(unit.name)
-        return record is not None and record.state == "done" and RunFolder(unit.out).summary_json.is_file()
+        return record is not None and record.state == "done" and (unit.out / SUMMARY_JSON).is_file()
 
     def claim(self, unit: Unit, locks: FolderLocks) -> Held | None:
         """Claim `unit` for this process until the claim is released; None when another process holds
