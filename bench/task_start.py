@@ -13,7 +13,8 @@ store once with a one-process ``umni sweep FILE``, then times fresh processes of
   task does not assemble the sweep).
 
 Each command runs ``repeats`` times, interleaved; the table shows the median wall and CPU seconds
-(the child's user + system time) and each median over ``python -c pass``'s, all from one run.
+(the child's user + system time), each median wall over ``python -c pass``'s, all from one run, and
+the best wall time of the repetitions (on a shared machine, the closest to an idle one's).
 
 The processes keep their compiled bytecode in a folder of the benchmark's own
 (``PYTHONPYCACHEPREFIX``; the fill run writes it), as an installed package has its ``.pyc`` files,
@@ -123,7 +124,10 @@ def run(repeats: int = 7, limit: int = 2, compile_each_time: bool = False) -> di
     for name, pairs in times.items():
         wall = statistics.median(w for w, _ in pairs)
         cpu = statistics.median(c for _, c in pairs)
-        rows[name] = {"wall_s": round(wall, 3), "cpu_s": round(cpu, 3), "wall_over_python": round(wall / floor, 2)}
+        rows[name] = {
+            "wall_s": round(wall, 3), "cpu_s": round(cpu, 3), "wall_over_python": round(wall / floor, 2),
+            "best_wall_s": round(min(w for w, _ in pairs), 3),
+        }
     unit_rows = [rows[n] for n in commands if n.startswith("umni sweep")]
     return {
         "name": "task_start",
@@ -135,9 +139,9 @@ def run(repeats: int = 7, limit: int = 2, compile_each_time: bool = False) -> di
 
 
 def _table(result: dict[str, Any]) -> str:
-    lines = [f"{'command':40} {'wall s':>8} {'CPU s':>8} {'wall / python -c pass':>22}"]
+    lines = [f"{'command':40} {'wall s':>8} {'CPU s':>8} {'wall / python -c pass':>22} {'best wall s':>12}"]
     for name, r in result["commands"].items():
-        lines.append(f"{name:40} {r['wall_s']:8.3f} {r['cpu_s']:8.3f} {r['wall_over_python']:22.2f}")
+        lines.append(f"{name:40} {r['wall_s']:8.3f} {r['cpu_s']:8.3f} {r['wall_over_python']:22.2f} {r['best_wall_s']:12.3f}")
     lines.append(f"target: a unit with nothing to compute starts in ≤ {result['target_wall_s']} s wall: "
                  f"{'met' if result['meets_target'] else 'MISSED'}")
     return "\n".join(lines)
