@@ -7,7 +7,9 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,6 +17,7 @@ from tests.stores.store_runs import NODES_PER_CASE
 from umni.cli import main
 from umni.run.sweep import expand, load_sweep, work_units
 from umni.run.units import Unit, deal, select, unit_weights
+from umni.store.cache import Cache
 from umni.util.sharding import Shard
 
 
@@ -131,3 +134,32 @@ def test_case_shard_folders_are_parts_of_a_run_not_runs(tmp_path: Path, capsys: 
     assert "-shard" not in listed and len([line for line in listed.splitlines() if "umnibench" in line]) == 4
     assert sorted(r.run.path for r in ViewerData([out]).runs) == sorted(runs)
     assert [r.path for r in find_runs([parts[0]])] == [parts[0]]  # named itself: read as asked
+
+
+def test_a_task_whose_units_are_done_loads_no_engine_backend_or_store(tmp_path: Path) -> None:
+    """What a resubmitted Slurm array's finished tasks pay (a task per unit): the sweep file and the
+    unit records, no more (bench/task_start.py times it)."""
+    split = sweep_file(tmp_path, "split", "c")
+    assert main(["sweep", str(split), "--shard", "1/8"]) == 0
+    code = (
+        "import sys; from umni.cli import main; assert main(['sweep', sys.argv[1], '--shard', '1/8']) == 0; "
+        "print(*sorted(m for m in ('umni.engine.runner', 'umni.store.cache', 'umni.backends.bindings', 'umni_adapters', 'umni_graphs', 'numpy', 'PIL', 'anyio') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(split)], capture_output=True, text=True, check=True, cwd=tmp_path)
+    assert "skipped" in done.stdout and done.stdout.splitlines()[-1] == ""
+
+
+def test_a_sweep_task_that_runs_units_and_assembles_opens_its_store_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """One store for the units and the assembly: two opened one after the other were two PostgreSQL
+    connections for a moment (the server still listed the first while the assembly connected)."""
+    opened: list[object] = []
+    real_init = Cache.__init__
+
+    def counted(self: Cache, *args: Any, **kwargs: Any) -> None:
+        opened.append(args)
+        real_init(self, *args, **kwargs)
+
+    monkeypatch.setattr(Cache, "__init__", counted)
+    assert main(["sweep", str(sweep_file(tmp_path, "split", "c")), "--shard", "1/1"]) == 0
+    assert "every one of 8 units is done" in capsys.readouterr().out
+    assert len(opened) == 1

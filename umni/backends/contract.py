@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Iterable
-from importlib.metadata import entry_points
 from typing import Any, ClassVar, TypeVar
 
 import anyio
@@ -25,7 +24,7 @@ from pydantic import (
 
 from umni.backends.roles import known_roles
 from umni.store.runfolder import RoleProvenance, Sampling
-from umni.util.entrypoints import load_entry_point
+from umni.util.entrypoints import entry_points, load_entry_point
 from umni.util.errors import ConfigError
 from umni.util.spec import Spec
 

@@ -20,10 +20,12 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from umni.util.errors import ConfigError
-from umni.util.spec import Spec
+
+if TYPE_CHECKING:  # a sweep file's placement is read without the spec model
+    from umni.util.spec import Spec
 
 #: Spec parameters that place a backend; operational, and removed before the real backend sees the spec.
 PLACEMENT_PARAMS = frozenset(

@@ -11,13 +11,12 @@ from __future__ import annotations
 import inspect
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 from PIL import Image
 
-from umni.util.entrypoints import load_entry_point
+from umni.util.entrypoints import entry_points, load_entry_point
 
 UNDERSTAND = "understand"
 GENERATE = "generate"

@@ -152,10 +152,16 @@ def _say(line: str) -> None:
 
 def _note_locks(cache: str | None, folder: Path) -> None:
     """One line at start when the run's locks depend on the filesystem (SQLite on NFS, Lustre, …)."""
-    from umni.store.location import default_cache_dir
     from umni.store.urls import lock_note
 
-    note = lock_note(cache or default_cache_dir(), folder)
+    location: str | Path
+    if cache is not None:
+        location = cache
+    else:  # the user cache directory (platformdirs) only when no store is named
+        from umni.store.location import default_cache_dir
+
+        location = default_cache_dir()
+    note = lock_note(location, folder)
     if note is not None:
         _say(f"note: {note}")
 

@@ -9,11 +9,10 @@ Kinds reach the registry through the ``umni.kinds`` entry-point group, umni's ow
 from __future__ import annotations
 
 from collections.abc import Iterable
-from importlib.metadata import entry_points
 from typing import ClassVar, Protocol
 
 from umni.graph.nodes import Node, OutputType, Ref
-from umni.util.entrypoints import load_entry_point
+from umni.util.entrypoints import entry_points, load_entry_point
 from umni.util.errors import ConfigError
 
 #: A Ref passed to a slot of a node, and the output types that slot accepts.

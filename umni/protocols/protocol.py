@@ -22,7 +22,6 @@ import hashlib
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, ClassVar, Generic, cast
 
@@ -33,7 +32,7 @@ from umni.graph.graph import Graph
 from umni.graph.outcomes import Outcome
 from umni.protocols.headline import HeadlineParts
 from umni.protocols.scores import Scores
-from umni.util.entrypoints import load_entry_point
+from umni.util.entrypoints import entry_points, load_entry_point
 from umni.util.errors import ConfigError
 
 CaseT = TypeVar("CaseT")

@@ -11,18 +11,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import anyio
-
-from umni.engine.runner import LanePool
-from umni.reporting.leaderboard import build_tables, write_leaderboard
-from umni.reporting.pool_hours import pools_held
-from umni.run.config import RunConfig, build_config
-from umni.run.evaluation import RunResult, default_cache_dir, evaluate_async, needed_backends, prepare
-from umni.run.preflight import preflight
-from umni.run.serving import serving
-from umni.run.slurm import array_script, assemble_script, check_options, connection_note, submit_script
 from umni.run.slurm_resources import GPU_OPTIONS
 from umni.run.sweep_file import (
     SweepFile,
@@ -35,14 +25,19 @@ from umni.run.sweep_file import (
     work_units,
 )
 from umni.run.sweep_jobs import arrays, find_task, unit_bindings
-from umni.run.turns import take_turns
 from umni.run.units import HEARTBEAT_S, Heartbeat, Unit, UnitBook, UnitUpdate, select, unit_weights
-from umni.store.cache import Cache
-from umni.store.locks import Held, exclusive
 from umni.util.errors import InputError, StorageError, UmniError
 from umni.util.secrets import error_line
 from umni.util.sharding import parse_shard
 from umni.util.stopping import run_async
+
+# The engine, the backends, the store and the reports are imported where a sweep uses them: a
+# sweep task whose units are done exits before it needs any of them (bench/task_start.py).
+if TYPE_CHECKING:
+    from umni.run.config import RunConfig
+    from umni.run.evaluation import RunResult
+    from umni.store.cache import Cache
+    from umni.store.locks import Held
 
 
 def _first_umni_error(group: BaseExceptionGroup) -> UmniError | None:
@@ -62,20 +57,31 @@ def _first_umni_error(group: BaseExceptionGroup) -> UmniError | None:
     return (storage or found or [None])[0]
 
 
-def run_sweep(path: Path, *, warn: Callable[[str], None] | None = None) -> tuple[Path, list[RunResult]]:
-    """Run every run of the sweep in this process; `warn` gets each pre-flight problem (None: no probe)."""
+def run_sweep(path: Path, *, warn: Callable[[str], None] | None = None, cache: Cache | None = None) -> tuple[Path, list[RunResult]]:
+    """Run every run of the sweep in this process; `warn` gets each pre-flight problem (None: no probe).
+    `cache`: the store a sweep task already opened (left open), else one opened and closed here."""
+    from umni.run.evaluation import prepare
+
     sweep = load_sweep(path)
     requests = expand(sweep)
     shared: dict[str, Any] = {}
     prepared = [prepare(r, shared=shared) for r in requests]  # every input error before any work
     _preflight(prepared, warn)
-    return run_async(lambda: _run_all(sweep, requests, prepared, shared))
+    return run_async(lambda: _run_all(sweep, requests, prepared, shared, cache))
 
 
-async def _run_all(sweep: SweepFile, requests: list[RunConfig], prepared: list[Any], shared: dict[str, Any]) -> tuple[Path, list[RunResult]]:
+async def _run_all(
+    sweep: SweepFile, requests: list[RunConfig], prepared: list[Any], shared: dict[str, Any], given: Cache | None
+) -> tuple[Path, list[RunResult]]:
+    from umni.engine.runner import LanePool
+    from umni.run.evaluation import default_cache_dir, evaluate_async, needed_backends
+    from umni.run.turns import take_turns
+    from umni.store.cache import Cache
+    from umni.store.locks import exclusive
+
     assert sweep.out is not None
     lanes = LanePool()
-    cache = Cache(sweep.cache or default_cache_dir(), blobs=sweep.blobs)
+    cache = given or Cache(sweep.cache or default_cache_dir(), blobs=sweep.blobs)
     results: list[RunResult | None] = [None] * len(requests)
 
     async def one(index: int) -> None:
@@ -92,15 +98,16 @@ async def _run_all(sweep: SweepFile, requests: list[RunConfig], prepared: list[A
     except BaseExceptionGroup as group:
         _raise_one(group)
     finally:
-        await _close(shared, cache)
+        await _close(shared, None if given else cache)
     return sweep.out, done
 
 
-async def _close(shared: dict[str, Any], cache: Cache) -> None:
-    """What a sweep (or a shard of one) opened for all its runs: the shared backends and the cache."""
+async def _close(shared: dict[str, Any], cache: Cache | None) -> None:
+    """What a sweep (or a shard of one) opened for all its runs: the shared backends and its own cache."""
     for backend in shared.values():
         await backend.ensure_closed()
-    cache.close()
+    if cache is not None:
+        cache.close()
 
 
 def _raise_one(group: BaseExceptionGroup) -> None:
@@ -126,6 +133,8 @@ class ShardOutcome:
 
 
 def _preflight(prepared: list[Any], warn: Callable[[str], None] | None) -> None:
+    from umni.run.preflight import preflight
+
     if warn is not None and prepared:
         for problem in preflight(*(p.bindings for p in prepared)):
             warn(problem)
@@ -146,11 +155,25 @@ def run_sweep_shard(path: Path, part_text: str, *, warn: Callable[[str], None] |
     book.begin(units, planned_settings(sweep), path, part)  # a refused task writes nothing
     weights = unit_weights(units, expand(sweep)) if part.count < len(units) else None
     mine = select(units, part, weights)
-    ran, busy, skipped = _run_these(sweep, str(part), mine, book, warn)
-    assembled = None
-    if all(book.is_done(u) for u in units):
-        assembled = _assemble_if_free(path)
+    # one store for the units and the assembly (one PostgreSQL connection), opened only when needed
+    cache = _open_cache(sweep) if any(not book.is_done(u) for u in mine) else None
+    try:
+        ran, busy, skipped = _run_these(sweep, str(part), mine, book, warn, cache)
+        assembled = None
+        if all(book.is_done(u) for u in units):
+            cache = cache or _open_cache(sweep)
+            assembled = _assemble_if_free(path, cache)
+    finally:
+        if cache is not None:
+            cache.close()
     return ShardOutcome(ran, skipped, len(units), assembled, busy)
+
+
+def _open_cache(sweep: SweepFile) -> Cache:
+    from umni.run.evaluation import default_cache_dir
+    from umni.store.cache import Cache
+
+    return Cache(sweep.cache or default_cache_dir(), blobs=sweep.blobs)
 
 
 def run_sweep_task(path: Path, task_text: str, *, warn: Callable[[str], None] | None = None) -> ShardOutcome:
@@ -181,30 +204,44 @@ def assemble_sweep(path: Path, *, warn: Callable[[str], None] | None = None) -> 
     return out, results, []
 
 
-def _run_these(sweep: SweepFile, label: str, mine: list[Unit], book: UnitBook, warn: Callable[[str], None] | None) -> tuple[list[RunResult], list[Unit], list[Unit]]:
+def _run_these(
+    sweep: SweepFile, label: str, mine: list[Unit], book: UnitBook, warn: Callable[[str], None] | None, cache: Cache | None = None
+) -> tuple[list[RunResult], list[Unit], list[Unit]]:
     """Run `mine` (those not done), phase by phase, sharing one set of backends, with the servers of
     the models they call; returns what ran, what another process held and what was already done."""
     todo = [u for u in mine if not book.is_done(u)]
+    if not todo:  # a task whose units are done has read the records and nothing more
+        return [], [], list(mine)
+    from umni.run.evaluation import prepare
+    from umni.run.serving import serving
+
     requests = [unit_request(sweep, u) for u in todo]
     shared: dict[str, Any] = {}
     prepared = [prepare(r, shared=shared) for r in requests]  # every input error before any work
     called = {spec for u in todo for spec in unit_bindings(sweep, u)}
     with serving({spec: serve for spec, serve in sweep.serve.items() if spec in called}):
         _preflight(prepared, warn)  # a served model is probed once its server answers
-        ran, busy, finished = run_async(lambda: _run_units(sweep, label, todo, requests, prepared, shared, book))
+        ran, busy, finished = run_async(lambda: _run_units(sweep, label, todo, requests, prepared, shared, book, cache))
     skipped = [u for u in mine if u not in busy and u not in finished]
     return ran, busy, skipped
 
 
 async def _run_units(
     sweep: SweepFile, part: str, units: list[Unit], requests: list[RunConfig], prepared: list[Any],
-    shared: dict[str, Any], book: UnitBook,
+    shared: dict[str, Any], book: UnitBook, given: Cache | None,
 ) -> tuple[list[RunResult], list[Unit], list[Unit]]:
     """Run each unit whose claim this process gets, one phase after another; returns what ran, the
     units another process held and the units this process finished."""
+    import anyio
+
+    from umni.engine.runner import LanePool
+    from umni.run.evaluation import default_cache_dir, evaluate_async, needed_backends
+    from umni.run.turns import take_turns
+    from umni.store.cache import Cache
+
     assert sweep.out is not None
     lanes = LanePool()
-    cache = Cache(sweep.cache or default_cache_dir(), blobs=sweep.blobs)
+    cache = given or Cache(sweep.cache or default_cache_dir(), blobs=sweep.blobs)
     results: list[RunResult] = []
     busy: list[Unit] = []
     finished: list[Unit] = []
@@ -244,12 +281,14 @@ async def _run_units(
     except BaseExceptionGroup as group:
         _raise_one(group)
     finally:
-        await _close(shared, cache)
+        await _close(shared, None if given else cache)
     return results, busy, finished
 
 
 async def _watch_claim(claim: Held) -> None:
     """Stop the unit (raise) when its claim was lost across a reconnect: another process runs it."""
+    import anyio
+
     while True:
         await anyio.sleep(HEARTBEAT_S)
         claim.check()
@@ -290,6 +329,9 @@ def emit_slurm(path: Path, *, warn: Callable[[str], None] | None = None) -> Path
     job), ``<sweep out>/submit.sh`` and the unit plan (see `umni.run.slurm`); returns submit.sh.
     `warn` gets one line when the arrays of one phase, running at once, would hold more connections
     than the PostgreSQL store's server admits (or when its limit could not be read)."""
+    from umni.run.config import build_config
+    from umni.run.slurm import array_script, assemble_script, check_options, connection_note, submit_script
+
     sweep = load_sweep(path)
     check_options(sweep.slurm)
     units = work_units(sweep)
@@ -322,10 +364,10 @@ def emit_slurm(path: Path, *, warn: Callable[[str], None] | None = None) -> Path
     return submit
 
 
-def _assemble_if_free(path: Path) -> Path | None:
+def _assemble_if_free(path: Path, cache: Cache) -> Path | None:
     """Assemble unless another process is assembling this sweep now (it writes the same files)."""
     try:
-        out, _ = run_sweep(path)
+        out, _ = run_sweep(path, cache=cache)
     except InputError as exc:
         if "another umni sweep is running" in str(exc):
             return None
@@ -334,6 +376,9 @@ def _assemble_if_free(path: Path) -> Path | None:
 
 
 def _write_sweep_outputs(out: Path, done: list[RunResult]) -> None:
+    from umni.reporting.leaderboard import build_tables, write_leaderboard
+    from umni.reporting.pool_hours import pools_held
+
     summaries = [r.summary for r in done]
     write_leaderboard(build_tables(summaries), out, tidy=build_tables(summaries, layout="tidy"))
     runs = [{"out": str(r.out), "bindings": r.summary.bindings, "protocol": r.summary.protocol} for r in done]

@@ -15,7 +15,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from umni.backends.pool_shape import MAX_REPLICAS, PLACEMENT_PARAMS
 from umni.util.errors import InputError
-from umni.util.spec import Spec
 
 
 class Placement(BaseModel):
@@ -62,6 +61,8 @@ def check_placement(placement: dict[str, Placement], written: set[str], path: Pa
                 path=path,
                 field=field,
             )
+        from umni.util.spec import Spec  # here: a sweep without placement reads no spec
+
         inline = PLACEMENT_PARAMS & set(Spec.parse(text).options)
         if inline:
             raise InputError(
@@ -101,5 +102,7 @@ def placed(placement: dict[str, Placement], text: str) -> str:
     where = placement.get(text)
     if where is None:
         return text
+    from umni.util.spec import Spec
+
     spec = Spec.parse(text)
     return str(Spec(provider=spec.provider, name=spec.name, params=tuple(sorted((*spec.params, *where.params())))))

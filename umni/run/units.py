@@ -31,18 +31,19 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal, NotRequired, TypeVar, Unpack
+from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypeVar, Unpack
 
 from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError
 from typing_extensions import TypedDict  # pydantic reads UnitEntry inside UnitPlan (Python 3.11)
 
-from umni.protocols.protocol import get_protocol
-from umni.run.config import RunConfig
 from umni.store.hashing import fingerprint
-from umni.store.locks import FolderLocks, Held
-from umni.store.runfolder import RunFolder
+from umni.store.runfiles import SUMMARY_JSON
 from umni.util.errors import InputError, UmniError
 from umni.util.sharding import Shard
+
+if TYPE_CHECKING:
+    from umni.run.config import RunConfig
+    from umni.store.locks import FolderLocks, Held
 
 #: Seconds between heartbeats of a running unit; `umni status` calls one older than 3 of these stale.
 HEARTBEAT_S = 30.0
@@ -215,6 +216,8 @@ def unit_weights(units: list[Unit], requests: list[RunConfig]) -> list[int]:
 
 
 def _case_ids(request: RunConfig) -> tuple[list[str], int]:
+    from umni.protocols.protocol import get_protocol  # here: a task whose units are done loads no protocol
+
     try:
         protocol = get_protocol(request.protocol)
         options = protocol.parse_options(dict(request.options))
@@ -300,7 +303,7 @@ class UnitBook:
 
     def is_done(self, unit: Unit) -> bool:
         record = self.record(unit.name)
-        return record is not None and record.state == "done" and RunFolder(unit.out).summary_json.is_file()
+        return record is not None and record.state == "done" and (unit.out / SUMMARY_JSON).is_file()
 
     def claim(self, unit: Unit, locks: FolderLocks) -> Held | None:
         """Claim `unit` for this process until the claim is released; None when another process holds

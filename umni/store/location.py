@@ -6,9 +6,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import platformdirs
-
 
 def default_cache_dir() -> Path:
     env = os.environ.get("UMNI_CACHE")
-    return Path(env) if env else Path(platformdirs.user_cache_dir("umni"))
+    if env:
+        return Path(env)
+    import platformdirs  # here: a store given by name or by UMNI_CACHE never needs it
+
+    return Path(platformdirs.user_cache_dir("umni"))

@@ -31,31 +31,26 @@ from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationError
 
 from umni.store.atomic import atomic_write_lines, atomic_write_text
 from umni.store.hashing import canonical_json
+from umni.store.runfiles import (  # noqa: F401 - the file names, still importable from here
+    CASE_INDEX,
+    CASE_SEARCH,
+    EVENTS_JSONL,
+    IMAGES,
+    INCOMPLETE,
+    LOCK,
+    OWN_FILES,
+    REPORT_HTML,
+    RESULTS_JSONL,
+    RUN_DB,
+    RUN_JSON,
+    SUMMARY_JSON,
+    TABLES_JSON,
+    TABLES_VERSION,
+    THUMBS,
+)
 from umni.util.errors import InputError
 from umni.util.jsonfiles import each_jsonl_line, read_json
 from umni.util.jsonmodel import JsonModel, Number
-
-# ------------------------------------------------------------------------------------ file names
-RUN_JSON = "run.json"
-RUN_DB = "run.db"
-EVENTS_JSONL = "events.jsonl"
-RESULTS_JSONL = "results.jsonl"
-SUMMARY_JSON = "summary.json"
-TABLES_JSON = "tables.json"
-REPORT_HTML = "report.html"
-#: the report's copies of the run's images, named by content hash, and thumbnails of the large ones
-IMAGES = "images"
-THUMBS = "thumbs"
-CASE_INDEX = "cases.index.json"
-CASE_SEARCH = "cases.search.txt"
-INCOMPLETE = "INCOMPLETE"
-LOCK = ".lock"
-#: What umni itself places in a run folder before run.json exists.
-OWN_FILES = frozenset({LOCK, INCOMPLETE})
-#: The layout version of tables.json; a file of another version is not read. Version 2: intervals
-#: drawn within the protocol's strata (version 1's had none on WISE's Overall and GIR-Bench's group
-#: Overalls, and are recomputed rather than read), and ``no_interval``: why a score has none.
-TABLES_VERSION = 2
 
 M = TypeVar("M", bound=BaseModel)
 #: Per role: calls, input/output tokens and images in/out (None: the server did not say).

@@ -22,16 +22,30 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
 
-from umni.store.blobs import Blobs, BlobStore
-from umni.store.location import default_cache_dir
-from umni.store.locks import FileLocks
-from umni.store.provenance import process_provenance
-from umni.store.results import ResultStore, StoredRow, row_checksum
-from umni.store.runfolder import Manifest
 from umni.util.credentials import redact_url, refuse_url_credentials
 from umni.util.errors import ConfigError
+from umni.util.lazy import lazy_front
+
+# The stores themselves (and PIL, asyncio, platformdirs with them) are imported where one is opened:
+# reading a sweep file checks its store URLs, and a sweep task whose units are done opens no store.
+if TYPE_CHECKING:
+    from umni.store.blobs import Blobs
+    from umni.store.provenance import process_provenance as process_provenance
+    from umni.store.results import ResultStore as ResultStore
+    from umni.store.results import StoredRow as StoredRow
+    from umni.store.results import row_checksum as row_checksum
+    from umni.store.runfolder import Manifest
+
+#: Names this module re-exports, loaded on first use.
+_EXPORTS = {
+    "ResultStore": "umni.store.results",
+    "StoredRow": "umni.store.results",
+    "row_checksum": "umni.store.results",
+    "process_provenance": "umni.store.provenance",
+}
 
 __all__ = [
     "ResultStore", "StoredRow", "row_checksum", "process_provenance", "open_results", "open_blobs",
@@ -136,6 +150,8 @@ def open_results(location: str | Path) -> tuple[ResultStore, Path | None]:
 
 def open_blobs(location: str | Path) -> Blobs:
     """The image blob store at a directory, ``file:///dir``, ``s3://bucket/prefix`` (or a registered scheme)."""
+    from umni.store.blobs import BlobStore
+
     check_blobs(location)
     scheme = _scheme(location)
     if scheme == "":
@@ -165,6 +181,8 @@ def lock_note(location: str | Path, folder: Path) -> str | None:
     (`umni.store.locks`): nothing for a PostgreSQL store (its locks live in the database)."""
     if is_postgres(location):
         return None
+    from umni.store.locks import FileLocks
+
     return FileLocks().note(folder)
 
 
@@ -189,6 +207,8 @@ def run_blobs_location(manifest: Manifest) -> str | Path | None:
     if scheme in ("", "sqlite"):
         return sqlite_layout(cache)[1]
     if scheme in ("postgresql", "postgres"):
+        from umni.store.location import default_cache_dir
+
         return default_cache_dir() / "blobs"
     return None
 
@@ -201,3 +221,6 @@ def run_blobs(manifest: Manifest) -> Blobs | None:
         return None if location is None else open_blobs(location)
     except Exception:  # an unknown scheme or an unreadable folder: no images, not a crash
         return None
+
+
+__getattr__, __dir__ = lazy_front(__name__, _EXPORTS, globals())

@@ -17,8 +17,6 @@ import threading
 from collections.abc import Iterable
 from pathlib import Path
 
-import platformdirs
-
 from umni.util.storage import touch_with_umask
 
 __all__ = ["file_sha256", "files_sha256", "stat_key"]
@@ -32,8 +30,11 @@ _memo: dict[tuple[str, int, int, int, int], str] = {}
 
 def _memo_db() -> Path:
     env = os.environ.get("UMNI_CACHE")
-    root = Path(env) if env else Path(platformdirs.user_cache_dir("umni"))
-    return root / "file-hashes.db"
+    if env:
+        return Path(env) / "file-hashes.db"
+    import platformdirs  # here: with UMNI_CACHE set it is never needed
+
+    return Path(platformdirs.user_cache_dir("umni")) / "file-hashes.db"
 
 
 def stat_key(path: Path) -> tuple[str, int, int, int, int]:

@@ -10,9 +10,10 @@ not part of a node's cache key.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from tenacity import RetryCallState
-from tenacity.wait import wait_exponential_jitter
+if TYPE_CHECKING:  # tenacity loads with the first retry: a run's configuration does not need it
+    from tenacity import RetryCallState
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,8 @@ class RetryPolicy:
     attempt_timeout: float | None = 3600.0
 
     def wait(self, state: RetryCallState) -> float:
+        from tenacity.wait import wait_exponential_jitter
+
         exc = state.outcome.exception() if state.outcome else None
         retry_after = getattr(exc, "retry_after", None)
         if retry_after is not None:

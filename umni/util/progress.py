@@ -13,11 +13,11 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from rich.console import Console
-from rich.live import Live
-from rich.text import Text
+if TYPE_CHECKING:  # rich loads when a live line is drawn: a batch job or a sweep task draws none
+    from rich.live import Live
+    from rich.text import Text
 
 
 def _clock_text(seconds: float) -> str:
@@ -83,6 +83,9 @@ class Progress:
         self._started = self._last_log = self._clock()
         self._start_done = self._cases_done
         if self.mode == "live":
+            from rich.console import Console
+            from rich.live import Live
+
             self._live = Live(console=Console(file=self.stream), refresh_per_second=4, transient=False, get_renderable=self._render)
             self._live.__enter__()
         return self
@@ -142,6 +145,8 @@ class Progress:
             self.mode = "off"
 
     def _render(self) -> Text:
+        from rich.text import Text
+
         c = self.counts
         rate, eta = self.rate(), self.eta()
         text = Text(f"{self.title}  cases {self._cases_done}/{self.cases_total}  ")

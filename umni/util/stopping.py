@@ -13,15 +13,15 @@ being handled raises at once too, for a cleanup that hangs.
 
 from __future__ import annotations
 
-import asyncio
 import signal
 import threading
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-import anyio
+if TYPE_CHECKING:
+    import asyncio
 
 __all__ = ["Terminated", "on_sigterm", "run_async"]
 
@@ -41,6 +41,10 @@ class _Stop:
 
 def run_async(fn: Callable[[], Awaitable[T]]) -> T:
     """`anyio.run(fn)`, stopped by a SIGTERM (while `on_sigterm` is installed) through cancellation."""
+    import asyncio  # here, not at the top: a command that starts no loop does not pay for them
+
+    import anyio
+
     if threading.current_thread() is not threading.main_thread():
         return anyio.run(fn)
 

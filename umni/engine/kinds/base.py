@@ -9,6 +9,7 @@ schedules: it finds the kind by name, hands it a `KindContext`, and stores what 
 from __future__ import annotations
 
 import asyncio
+import functools
 import math
 import time
 from collections import Counter
@@ -19,7 +20,6 @@ from typing import Any, ClassVar
 import anyio
 from PIL import Image
 from pydantic import BaseModel
-from tenacity import RetryCallState, Retrying, stop_after_attempt, stop_before_delay
 
 from umni.backends.roles import Usage
 from umni.engine.kinds.inputs import InputReader
@@ -39,8 +39,15 @@ from umni.util.progress import Progress
 #: Smallest side an image may have and still be scored.
 MIN_IMAGE_SIDE = 8
 
-#: The retry object a call state names (tenacity wants one; our loop reads only the state).
-_STATE_OWNER = Retrying()
+
+@functools.cache
+def _state_owner() -> Any:
+    """The retry object a call state names (tenacity wants one; our loop reads only the state).
+    Made, with tenacity imported, at the first retry: a run whose calls succeed, or that makes
+    none (every node in the store), never loads it."""
+    from tenacity import Retrying
+
+    return Retrying()
 
 PROMPT_TYPES: tuple[OutputType, ...] = ("image", "text", "value")
 IMAGE_TYPES: tuple[OutputType, ...] = ("image",)
@@ -187,9 +194,11 @@ class KindContext:
     async def _retry(self, role: str, fn: Callable[[], Awaitable[Any]], failure: BackendError, started: float) -> Any:
         """Attempts 2, 3, ... after a retryable failure: tenacity's stop and wait rules (attempts,
         time budget counted from the first attempt, backoff or Retry-After) on its call state."""
+        from tenacity import RetryCallState, stop_after_attempt, stop_before_delay
+
         policy = self.retry
         stop = stop_after_attempt(policy.max_attempts) | stop_before_delay(policy.budget_seconds)
-        state = RetryCallState(_STATE_OWNER, None, (), {})
+        state = RetryCallState(_state_owner(), None, (), {})
         state.start_time = started
         exc: BaseException = failure
         while True:

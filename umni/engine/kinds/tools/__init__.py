@@ -4,7 +4,6 @@ modules through the ``umni.tools`` entry-point group."""
 
 from __future__ import annotations
 
-from importlib.metadata import entry_points
 from typing import Any, ClassVar
 
 from PIL import Image
@@ -12,7 +11,7 @@ from PIL import Image
 from umni.backends.roles import register_tool_role
 from umni.engine.kinds.base import KindContext
 from umni.graph.params import NodeParams
-from umni.util.entrypoints import load_entry_point
+from umni.util.entrypoints import entry_points, load_entry_point
 
 __all__ = ["ToolRole", "find_tool", "known_tools", "register_tool"]
 

@@ -1,0 +1,165 @@
+"""Benchmark — what a sweep task costs before (and instead of) any work.
+
+A Slurm array task is a fresh Python process: whatever it imports and builds before it finds out
+that it has nothing to do is paid by every task of every resubmitted array. This benchmark builds a
+small sweep (UmniBench on ``sim/umm``, ``limit`` cases, ``shards: 2``, so two units), fills its
+store once with a one-process ``umni sweep FILE``, then times fresh processes of:
+
+- ``python -c pass`` and ``python -c "import umni"`` (the floor and the front's import);
+- ``umni sweep FILE --shard 1/2`` for a **cached** unit: every node of it is in the store but
+  neither its record nor its run folder is there (both removed before each repetition), so the task
+  runs its graphs from the store, writes its run folder and marks it done;
+- the same command for a **done** unit (its record says done; the other unit is left undone, so the
+  task does not assemble the sweep).
+
+Each command runs ``repeats`` times, interleaved; the table shows the median wall and CPU seconds
+(the child's user + system time), each median wall over ``python -c pass``'s, all from one run, and
+the best wall time of the repetitions (on a shared machine, the closest to an idle one's).
+
+The processes keep their compiled bytecode in a folder of the benchmark's own
+(``PYTHONPYCACHEPREFIX``; the fill run writes it), as an installed package has its ``.pyc`` files,
+even where ``PYTHONDONTWRITEBYTECODE`` is set. ``--compile`` measures with every module compiled
+from source in every process instead (what such an environment pays).
+
+    python -m bench.task_start            # 7 repetitions, 2 cases
+    python -m bench.task_start 15 2 --json task_start.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.machine import calibrate, emit
+
+_ROOT = Path(__file__).resolve().parents[1]
+#: a unit with nothing to compute should start in at most this many seconds of wall (issue 35 item 3)
+TARGET_S = 0.4
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _environment(bytecode: Path | None) -> dict[str, str]:
+    """The children's environment: this repository first on the path; their bytecode kept under
+    `bytecode` (None: never kept, every module compiled in every process)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")}
+    env["PYTHONPATH"] = str(_ROOT)
+    if bytecode is None:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+    else:
+        env["PYTHONPYCACHEPREFIX"] = str(bytecode)
+    return env
+
+
+def _timed(command: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float]:
+    """Wall and CPU seconds of one fresh process running `command`."""
+    cpu0, began = _children_cpu(), time.perf_counter()
+    done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
+    wall, cpu = time.perf_counter() - began, _children_cpu() - cpu0
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)} exited {done.returncode}: {done.stderr[-2000:]}")
+    return wall, cpu
+
+
+def _sweep_file(folder: Path, limit: int) -> Path:
+    path = folder / "sweep.yaml"
+    path.write_text(
+        f"out: {folder / 'out'}\ncache: {folder / 'cache'}\nblobs: {folder / 'blobs'}\n"
+        f"protocols: [umnibench]\nmodels: [sim/umm]\nlimit: {limit}\nshards: 2\n"
+    )
+    return path
+
+
+def _record(folder: Path, unit: str) -> dict[str, Any] | None:
+    path = folder / "out" / "units" / f"{unit}.json"
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def run(repeats: int = 7, limit: int = 2, compile_each_time: bool = False) -> dict[str, Any]:
+    python = sys.executable
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        env = _environment(None if compile_each_time else folder / "bytecode")
+        sweep = _sweep_file(folder, limit)
+        umni = [python, "-m", "umni", "sweep", str(sweep)]
+        _timed(umni, folder, env)  # fills the store (every run from one process; no unit records) and the bytecode
+        record = folder / "out" / "units" / "u00000.json"
+        commands = {
+            "python -c pass": [python, "-c", "pass"],
+            'python -c "import umni"': [python, "-c", "import umni"],
+            "umni sweep --shard 1/2, cached unit": [*umni, "--shard", "1/2"],
+            "umni sweep --shard 1/2, done unit": [*umni, "--shard", "1/2"],
+        }
+        times: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
+        for _ in range(repeats):
+            for name, command in commands.items():
+                if "cached unit" in name:
+                    state = _record(folder, "u00000")
+                    if state is not None:
+                        shutil.rmtree(state["out"], ignore_errors=True)
+                    record.unlink(missing_ok=True)
+                times[name].append(_timed(command, folder, env))
+                if "cached unit" in name:
+                    state = _record(folder, "u00000")
+                    computed = state["counts"]["computed"] if state else None
+                    if state is None or state.get("state") != "done" or computed != 0:
+                        raise RuntimeError(f"the cached unit was not run from the store: {state}")
+            if _record(folder, "u00001") is not None:
+                raise RuntimeError("unit u00001 has a record: the done-unit task would assemble the sweep")
+    floor = statistics.median(w for w, _ in times["python -c pass"])
+    rows = {}
+    for name, pairs in times.items():
+        wall = statistics.median(w for w, _ in pairs)
+        cpu = statistics.median(c for _, c in pairs)
+        rows[name] = {
+            "wall_s": round(wall, 3), "cpu_s": round(cpu, 3), "wall_over_python": round(wall / floor, 2),
+            "best_wall_s": round(min(w for w, _ in pairs), 3),
+        }
+    unit_rows = [rows[n] for n in commands if n.startswith("umni sweep")]
+    return {
+        "name": "task_start",
+        "params": {"repeats": repeats, "limit": limit, "shards": 2, "protocol": "umnibench", "model": "sim/umm", "bytecode_cached": not compile_each_time},
+        "commands": rows,
+        "target_wall_s": TARGET_S,
+        "meets_target": all(r["wall_s"] <= TARGET_S for r in unit_rows),
+    }
+
+
+def _table(result: dict[str, Any]) -> str:
+    lines = [f"{'command':40} {'wall s':>8} {'CPU s':>8} {'wall / python -c pass':>22} {'best wall s':>12}"]
+    for name, r in result["commands"].items():
+        lines.append(f"{name:40} {r['wall_s']:8.3f} {r['cpu_s']:8.3f} {r['wall_over_python']:22.2f} {r['best_wall_s']:12.3f}")
+    lines.append(f"target: a unit with nothing to compute starts in ≤ {result['target_wall_s']} s wall: "
+                 f"{'met' if result['meets_target'] else 'MISSED'}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.task_start", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("repeats", type=int, nargs="?", default=7, help="fresh processes per command (default: %(default)s)")
+    parser.add_argument("limit", type=int, nargs="?", default=2, help="cases of the sweep's one run (default: %(default)s)")
+    parser.add_argument("--compile", action="store_true", help="keep no bytecode: every process compiles every module it imports")
+    parser.add_argument("--json", type=Path, help="also write the result here")
+    args = parser.parse_args(argv)
+    before = calibrate()
+    result = run(args.repeats, args.limit, args.compile)
+    result["calibration"] = {"before_seconds": round(before, 3), "after_seconds": round(calibrate(), 3)}
+    print(_table(result), file=sys.stderr)
+    return emit(result, args.json)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
