@@ -16,7 +16,7 @@ from umni.backends.bindings import Bindings
 from umni.backends.contract import Backend
 from umni.backends.roles import GENERATE, JUDGE, ImageReply, TextReply
 from umni.protocols.protocol import get_protocol
-from umni.run.evaluation import RunRequest, evaluate, evaluate_async
+from umni.run.evaluation import Prepared, RunRequest, evaluate, evaluate_async
 from umni.util.errors import BackendError, ConfigError, InputError
 from umni.util.policy import RetryPolicy
 from umni.util.spec import Spec
@@ -88,7 +88,7 @@ def run_scripted(tmp_path: Path, backend: ScriptedWise, **option_values: str) ->
         retry=RetryPolicy(initial_wait=0, max_wait=0, jitter=0),
         progress=False,
     )
-    prepared = (PROTOCOL, opts, case_set, Bindings({GENERATE: backend, JUDGE: backend}))
+    prepared = Prepared(PROTOCOL, opts, case_set, Bindings({GENERATE: backend, JUDGE: backend}))
     result = anyio.run(lambda: evaluate_async(request, prepared))
     records = [json.loads(line) for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
     return result.summary, records
