@@ -251,3 +251,13 @@ def test_the_lab_example_emits_its_jobs(tmp_path: Path, monkeypatch: pytest.Monk
     assert "gres" not in scripts["judge-1"] and scripts["judge-1"]["array"] == "1-1"  # group: model
     for script in (tmp_path / "runs" / "sweep-lab").rglob("*.s*"):
         subprocess.run(["bash", "-n", str(script)], check=True)
+
+
+def test_a_health_url_with_a_password_is_not_echoed(tmp_path: Path) -> None:
+    from umni.run.serving import Serve, serving
+    from umni.util.errors import ConfigError
+
+    serve = Serve(command=f"{sys.executable} -c 'import time; time.sleep(30)'", health=f"http://u:s3cret@127.0.0.1:{free_port()}/", timeout=0.5)
+    with pytest.raises(ConfigError) as caught, serving({"openai/m": serve}):
+        pass
+    assert "s3cret" not in caught.value.message and "did not answer" in caught.value.message

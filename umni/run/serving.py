@@ -23,6 +23,7 @@ from collections.abc import Iterator
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from umni.util.credentials import redact_url
 from umni.util.errors import ConfigError
 
 #: seconds a stopped server gets to exit after SIGTERM before it is killed
@@ -62,7 +63,7 @@ def _wait_healthy(spec: str, serve: Serve, process: subprocess.Popen[bytes]) -> 
     while True:
         code = process.poll()
         if code is not None:
-            raise ConfigError(f"the server of '{spec}' (serve.command) exited with status {code} before {serve.health} answered")
+            raise ConfigError(f"the server of '{spec}' (serve.command) exited with status {code} before {redact_url(serve.health)} answered")
         try:
             with urllib.request.urlopen(serve.health, timeout=5) as answer:  # noqa: S310 (http(s) only, checked by Serve)
                 if 200 <= answer.status < 300:
@@ -70,7 +71,7 @@ def _wait_healthy(spec: str, serve: Serve, process: subprocess.Popen[bytes]) -> 
         except (urllib.error.URLError, OSError):
             pass  # not listening yet
         if time.monotonic() > deadline:
-            raise ConfigError(f"the server of '{spec}' did not answer {serve.health} within {serve.timeout:g} s (serve.timeout)")
+            raise ConfigError(f"the server of '{spec}' did not answer {redact_url(serve.health)} within {serve.timeout:g} s (serve.timeout)")
         time.sleep(0.5)
 
 
