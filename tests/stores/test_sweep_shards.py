@@ -163,3 +163,69 @@ def test_a_sweep_task_that_runs_units_and_assembles_opens_its_store_once(tmp_pat
     assert main(["sweep", str(sweep_file(tmp_path, "split", "c")), "--shard", "1/1"]) == 0
     assert "every one of 8 units is done" in capsys.readouterr().out
     assert len(opened) == 1
+
+
+_HEAVY = ("umni.engine.runner", "umni.store.cache", "umni.backends.bindings", "umni_adapters", "umni_graphs", "umni.protocols.protocol", "numpy", "PIL", "anyio")
+
+
+def _fresh_task(split: Path, part: str, cwd: Path) -> tuple[str, list[str]]:
+    """`umni sweep FILE --shard PART` in a fresh process: what it printed, and which heavy modules it imported."""
+    code = (
+        "import sys; from umni.cli import main; assert main(['sweep', sys.argv[1], '--shard', sys.argv[2]]) == 0; "
+        f"print(*sorted(m for m in {_HEAVY!r} if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(split), part], capture_output=True, text=True, check=True, cwd=cwd)
+    *printed, loaded = done.stdout.splitlines()
+    return "\n".join(printed), loaded.split()
+
+
+def test_tasks_deal_units_by_the_weights_the_plan_keeps(tmp_path: Path) -> None:
+    """A task of fewer shards than units deals them by their work; the first task weighs them (it
+    reads every protocol's cases) and keeps the weights in the plan, so a resubmitted task whose
+    units are done loads no protocol, and every task deals by the same numbers."""
+    split = sweep_file(tmp_path, "split", "c")
+    assert main(["sweep", str(split), "--shard", "1/3"]) == 0
+    plan = json.loads((tmp_path / "split" / "units" / "plan.json").read_text())
+    sweep = load_sweep(split)
+    units = work_units(sweep)
+    assert plan["weights"] == unit_weights(units, expand(sweep))
+    printed, loaded = _fresh_task(split, "1/3", tmp_path)
+    assert f"skipped {len(select(units, Shard(1, 3), plan['weights']))} unit(s) already done" in printed
+    assert loaded == []
+    # weights that do not fit the plan's units (an older umni's plan, a hand edit) are weighed again
+    plan["weights"] = [1]
+    (tmp_path / "split" / "units" / "plan.json").write_text(json.dumps(plan))
+    assert main(["sweep", str(split), "--shard", "1/3"]) == 0
+    assert json.loads((tmp_path / "split" / "units" / "plan.json").read_text())["weights"] == unit_weights(units, expand(sweep))
+
+
+def test_a_resubmitted_task_of_an_assembled_sweep_does_not_assemble_it_again(tmp_path: Path) -> None:
+    """Every unit done and the sweep assembled since the last one finished: a task started again
+    (a resubmitted array) reads the records and exits, loading no engine, protocol or store; a unit
+    run again, or a leaderboard that is gone, has the next task assemble again."""
+    split = sweep_file(tmp_path, "split", "c")
+    out = tmp_path / "split"
+    for i in (1, 2, 3):
+        assert main(["sweep", str(split), "--shard", f"{i}/3"]) == 0
+    board = (out / "leaderboard.md").stat().st_mtime_ns
+    printed, loaded = _fresh_task(split, "2/3", tmp_path)
+    assert "every one of 8 units is done" in printed and "assembled by an earlier task" in printed
+    assert loaded == [] and (out / "leaderboard.md").stat().st_mtime_ns == board
+    # a unit run again (its record and folder removed): the task that runs it assembles again
+    record = json.loads((out / "units" / "u00000.json").read_text())
+    (out / "units" / "u00000.json").unlink()
+    for name in ("summary.json",):
+        (Path(record["out"]) / name).unlink()
+    owner = next(i for i in (1, 2, 3) if any(u.index == 0 for u in select(work_units(load_sweep(split)), Shard(i, 3), json.loads((out / "units" / "plan.json").read_text())["weights"])))
+    printed, _ = _fresh_task(split, f"{owner}/3", tmp_path)
+    assert "every one of 8 units is done" in printed and "assembled by an earlier task" not in printed
+    assert (out / "leaderboard.md").stat().st_mtime_ns != board
+    # the leaderboard removed by hand: assembled again
+    (out / "leaderboard.md").unlink()
+    printed, _ = _fresh_task(split, "1/3", tmp_path)
+    assert "assembled by an earlier task" not in printed and (out / "leaderboard.md").is_file()
+    # the assemble job (`--assemble`) keeps the same record: a task started after it exits as well
+    (out / "leaderboard.md").unlink()
+    assert main(["sweep", str(split), "--assemble"]) == 0
+    printed, loaded = _fresh_task(split, "3/3", tmp_path)
+    assert "assembled by an earlier task" in printed and loaded == []

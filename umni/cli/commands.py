@@ -203,7 +203,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         if outcome.busy:
             print(f"  left {len(outcome.busy)} unit(s) to the process running them: {', '.join(u.name for u in outcome.busy)}")
         if outcome.assembled is not None:
-            print(f"every one of {outcome.units} units is done; leaderboard: {outcome.assembled / 'leaderboard.md'}")
+            again = f" (assembled by an earlier task; `umni sweep {args.file}` assembles it again)" if outcome.assembled_before else ""
+            print(f"every one of {outcome.units} units is done; leaderboard: {outcome.assembled / 'leaderboard.md'}{again}")
         elif args.task:
             print(f"task {args.task} finished; the assemble job writes the leaderboard")
         else:

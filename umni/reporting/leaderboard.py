@@ -35,6 +35,7 @@ from umni.reporting.runset import (  # noqa: F401 - coverage_line, failure_share
     summary_label,
 )
 from umni.reporting.tables import LONG_HEADER, Table, csv_text, tables_csv
+from umni.store.runfiles import LEADERBOARD_MD
 from umni.store.runfolder import RunFolder, RunTables, Summary
 
 
@@ -104,7 +105,7 @@ def write_leaderboard(tables: list[Table], out: Path, *, tidy: list[Table] | Non
     from umni.store.atomic import atomic_write_text
 
     out.mkdir(parents=True, exist_ok=True)
-    md = out / "leaderboard.md"
+    md = out / LEADERBOARD_MD
     atomic_write_text(md, "\n\n".join(t.markdown(plain=plain) for t in tables) + "\n")
     atomic_write_text(out / "leaderboard.tex", "\n\n".join(t.latex(plain=plain) for t in tables) + "\n")
     atomic_write_text(out / "leaderboard.csv", long_csv(tables if tidy is None else tidy))

@@ -17,8 +17,6 @@ import os
 import signal
 import subprocess
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -59,6 +57,9 @@ def serving(servers: dict[str, Serve]) -> Iterator[None]:
 
 
 def _wait_healthy(spec: str, serve: Serve, process: subprocess.Popen[bytes]) -> None:
+    import urllib.error  # with http.client and ssl: only a task that serves a model pays for them
+    import urllib.request
+
     deadline = time.monotonic() + serve.timeout
     while True:
         code = process.poll()

@@ -26,6 +26,7 @@ from umni.run.sweep_file import (
 )
 from umni.run.sweep_jobs import arrays, find_task, unit_bindings
 from umni.run.units import HEARTBEAT_S, Heartbeat, Unit, UnitBook, UnitUpdate, select, unit_weights
+from umni.store.runfiles import LEADERBOARD_MD, SWEEP_JSON
 from umni.util.errors import InputError, StorageError, UmniError
 from umni.util.secrets import error_line
 from umni.util.sharding import parse_shard
@@ -130,6 +131,8 @@ class ShardOutcome:
     assembled: Path | None
     #: units another process was running (it held their claims): left to it
     busy: list[Unit] = field(default_factory=list)
+    #: the sweep was assembled by an earlier task from the records as they are (not again by this one)
+    assembled_before: bool = False
 
 
 def _preflight(prepared: list[Any], warn: Callable[[str], None] | None) -> None:
@@ -153,20 +156,25 @@ def run_sweep_shard(path: Path, part_text: str, *, warn: Callable[[str], None] |
     assert sweep.out is not None
     book = UnitBook(sweep.out)
     book.begin(units, planned_settings(sweep), path, part)  # a refused task writes nothing
-    weights = unit_weights(units, expand(sweep)) if part.count < len(units) else None
+    weights = book.weights(units, lambda: unit_weights(units, expand(sweep))) if part.count < len(units) else None
     mine = select(units, part, weights)
     # one store for the units and the assembly (one PostgreSQL connection), opened only when needed
     cache = _open_cache(sweep) if any(not book.is_done(u) for u in mine) else None
     try:
         ran, busy, skipped = _run_these(sweep, str(part), mine, book, warn, cache)
-        assembled = None
+        assembled, before = None, False
         if all(book.is_done(u) for u in units):
-            cache = cache or _open_cache(sweep)
-            assembled = _assemble_if_free(path, cache)
+            if book.assembled(units, [sweep.out / LEADERBOARD_MD, sweep.out / SWEEP_JSON]):  # a task started again after the last one
+                assembled, before = sweep.out, True
+            else:
+                cache = cache or _open_cache(sweep)
+                assembled = _assemble_if_free(path, cache)
+                if assembled is not None:
+                    book.mark_assembled(units)
     finally:
         if cache is not None:
             cache.close()
-    return ShardOutcome(ran, skipped, len(units), assembled, busy)
+    return ShardOutcome(ran, skipped, len(units), assembled, busy, assembled_before=before)
 
 
 def _open_cache(sweep: SweepFile) -> Cache:
@@ -197,10 +205,12 @@ def assemble_sweep(path: Path, *, warn: Callable[[str], None] | None = None) -> 
     require_env(sweep)
     assert sweep.out is not None
     book = UnitBook(sweep.out)
-    left = [u for u in work_units(sweep) if not book.is_done(u)]
+    units = work_units(sweep)
+    left = [u for u in units if not book.is_done(u)]
     if left:
         return sweep.out, [], left
     out, results = run_sweep(path, warn=warn)
+    book.mark_assembled(units)  # a sweep task started again later need not assemble it again
     return out, results, []
 
 
@@ -383,7 +393,7 @@ def _write_sweep_outputs(out: Path, done: list[RunResult]) -> None:
     write_leaderboard(build_tables(summaries), out, tidy=build_tables(summaries, layout="tidy"))
     runs = [{"out": str(r.out), "bindings": r.summary.bindings, "protocol": r.summary.protocol} for r in done]
     pools = pools_held(out)  # what each Ray pool held (`umni.run.turns`); none without placement
-    (out / "sweep.json").write_text(json.dumps({"runs": runs, **({"pools": pools} if pools else {})}, indent=2))
+    (out / SWEEP_JSON).write_text(json.dumps({"runs": runs, **({"pools": pools} if pools else {})}, indent=2))
     from umni.reporting.sweep_report import write_sweep_report
 
     write_sweep_report(out, [(r.out, r.summary) for r in done])

@@ -28,6 +28,7 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -122,6 +123,18 @@ class UnitPlan(BaseModel):
     #: plan an older umni wrote, which is then taken as it is
     settings: dict[str, JsonValue] | None = None
     fingerprint: str | None = None
+    #: each unit's work as the first task that dealt them by it weighed it (`unit_weights`): later
+    #: tasks deal by these numbers without loading a protocol, and every task deals alike
+    weights: list[int] | None = None
+
+
+class Assembly(BaseModel):
+    """``units/assembled.json``: the unit records a sweep was last assembled from (each unit's
+    ``finished`` time), under the plan it was made for. A task that finds every unit done and these
+    records unchanged does not assemble the sweep again."""
+
+    fingerprint: str | None
+    finished: dict[str, float | None]
 
 
 _Model = TypeVar("_Model", bound=BaseModel)
@@ -246,6 +259,41 @@ class UnitBook:
 
     def plan(self) -> UnitPlan | None:
         return _read_model(self.plan_json, UnitPlan, "delete it: the next task of the sweep writes it again")
+
+    def weights(self, units: list[Unit], weigh: Callable[[], list[int]]) -> list[int]:
+        """The units' weights the plan keeps (call after `begin`); weighed by `weigh` and kept in the
+        plan when it has none for these units (written whole: a task reading it sees either)."""
+        plan = self.plan()
+        if plan is not None and plan.weights is not None and len(plan.weights) == len(units):
+            return plan.weights
+        weights = weigh()
+        if plan is not None and plan.units == [u.describe() for u in units]:
+            _write_json(self.plan_json, plan.model_copy(update={"weights": weights}).model_dump(exclude_defaults=True))
+        return weights
+
+    @property
+    def assembly_json(self) -> Path:
+        return self.folder / "assembled.json"
+
+    def mark_assembled(self, units: list[Unit]) -> None:
+        """The sweep was assembled from the units' records as they are now."""
+        plan = self.plan()
+        assembly = Assembly(fingerprint=plan.fingerprint if plan else None, finished=self._finished(units))
+        _write_json(self.assembly_json, assembly.model_dump())
+
+    def assembled(self, units: list[Unit], outputs: list[Path]) -> bool:
+        """Whether the sweep was assembled from the units' records as they are now (under this plan)
+        and its `outputs` are still there: assembling again would write the same files."""
+        assembly = _read_model(self.assembly_json, Assembly, "delete it: the next task that finds every unit done assembles the sweep again")
+        plan = self.plan()
+        return (
+            assembly is not None and plan is not None and assembly.fingerprint == plan.fingerprint
+            and assembly.finished == self._finished(units) and all(p.is_file() for p in outputs)
+        )
+
+    def _finished(self, units: list[Unit]) -> dict[str, float | None]:
+        records = {u.name: self.record(u.name) for u in units}
+        return {name: (r.finished if r is not None else None) for name, r in records.items()}
 
     def read_plan(self) -> list[UnitEntry]:
         plan = self.plan()

@@ -16,6 +16,9 @@ THUMBS = "thumbs"
 CASE_INDEX = "cases.index.json"
 CASE_SEARCH = "cases.search.txt"
 INCOMPLETE = "INCOMPLETE"
+#: A sweep folder's own outputs (beside its runs' folders).
+LEADERBOARD_MD = "leaderboard.md"
+SWEEP_JSON = "sweep.json"
 LOCK = ".lock"
 #: What umni itself places in a run folder before run.json exists.
 OWN_FILES = frozenset({LOCK, INCOMPLETE})
