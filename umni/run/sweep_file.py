@@ -64,7 +64,7 @@ from umni.run.config import RunConfig, build_config
 from umni.run.serving import Serve
 from umni.run.slurm_resources import Resources
 from umni.run.sweep_placement import Placement, check_placement, placed
-from umni.run.units import Unit, plan
+from umni.run.unit_deal import Unit, plan
 from umni.store.hashing import fingerprint
 from umni.store.urls import check_blobs, check_results
 from umni.util.credentials import redact_url
