@@ -10,7 +10,12 @@ processes of:
   read from the store uses (its settings' models, the tables' bootstrap intervals, the engine's
   event loop, the report, images, the sweep file), imported and nothing done with them;
 - ``umni sweep A --shard 1/2`` for a **done** unit: sweep A has ``limit`` cases and ``shards: 2``
-  (two units); unit 1's record says done, unit 2 is left undone, so the task does not assemble;
+  (two units); unit 1's record says done, unit 2 is left undone, so the task does not assemble. The
+  file is the one the plan was made from, so the task reads the plan and the records as JSON
+  (`umni.run.done_task`);
+- the same for a done unit of sweep C (A's settings, its own folder) whose file gains a comment
+  before each start: the plan was made from another file, so the task reads it through its models
+  (**the full path**) and records the new file in the plan;
 - the same command for a **cached** unit: every node of unit 1 is in the store (``umni sweep A``
   filled it in one process) but neither its record nor its run folder is there (both removed before
   each start), so the task runs its graphs from the store (its cases, checked to be more than none,
@@ -105,9 +110,11 @@ def run(repeats: int = 7, limit: int = 4, compile_each_time: bool = False) -> di
         folder = Path(tmp)
         env = _environment(None if compile_each_time else folder / "bytecode")
         split = _sweep_file(folder, "a", limit, 2)
+        edited = _sweep_file(folder, "c", limit, 2)
         finished = _sweep_file(folder, "b", limit, 4)
         umni = [python, "-m", "umni", "sweep"]
         _timed([*umni, str(split)], folder, env)  # fills the store (every run from one process; no unit records) and the bytecode
+        _timed([*umni, str(edited), "--shard", "1/2"], folder, env)  # sweep C's unit 1 done (from the store)
         for part in ("1/2", "2/2"):  # the second task finds every unit done and assembles sweep B
             _timed([*umni, str(finished), "--shard", part], folder, env)
         if not (folder / "b" / "leaderboard.md").is_file():
@@ -119,13 +126,16 @@ def run(repeats: int = 7, limit: int = 4, compile_each_time: bool = False) -> di
             "libraries a cached unit uses": [python, "-c", LIBRARIES],
             "cached unit": [*umni, str(split), "--shard", "1/2"],
             "done unit": [*umni, str(split), "--shard", "1/2"],
+            "done unit, the full path": [*umni, str(edited), "--shard", "1/2"],
             "task of a finished sweep": [*umni, str(finished), "--shard", "1/2"],
         }
         times: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
         board = (folder / "b" / "leaderboard.md").stat().st_mtime_ns
         reassembled = 0
-        for _ in range(repeats):
+        for repeat in range(repeats):
             for name, command in commands.items():
+                if name == "done unit, the full path":
+                    edited.write_text(edited.read_text() + f"# start {repeat}\n")
                 if name == "cached unit":
                     state = _record(folder / "a", "u00000")
                     if state is not None:
@@ -137,8 +147,8 @@ def run(repeats: int = 7, limit: int = 4, compile_each_time: bool = False) -> di
                     counts = state["counts"] if state else {}
                     if state is None or state.get("state") != "done" or counts.get("computed") != 0 or not counts.get("cached"):
                         raise RuntimeError(f"the cached unit was not run from the store (or held no case): {state}")
-            if _record(folder / "a", "u00001") is not None:
-                raise RuntimeError("unit u00001 of sweep A has a record: the done-unit task would assemble the sweep")
+            if _record(folder / "a", "u00001") is not None or _record(folder / "c", "u00001") is not None:
+                raise RuntimeError("unit u00001 of sweep A or C has a record: the done-unit task would assemble the sweep")
             now = (folder / "b" / "leaderboard.md").stat().st_mtime_ns
             reassembled += now != board  # before `units/assembled.json`, every start assembled it again
             board = now
@@ -151,7 +161,7 @@ def run(repeats: int = 7, limit: int = 4, compile_each_time: bool = False) -> di
             "wall_s": round(wall, 3), "cpu_s": round(cpu, 3), "wall_over_python": round(wall / floor, 2),
             "best_wall_s": round(min(w for w, _ in pairs), 3),
         }
-    tasks = ("cached unit", "done unit", "task of a finished sweep")
+    tasks = ("cached unit", "done unit", "done unit, the full path", "task of a finished sweep")
     return {
         "name": "task_start",
         "params": {"repeats": repeats, "limit": limit, "protocol": "umnibench", "model": "sim/umm", "bytecode_cached": not compile_each_time},

@@ -168,13 +168,14 @@ def test_a_sweep_task_that_runs_units_and_assembles_opens_its_store_once(tmp_pat
 _HEAVY = ("umni.engine.runner", "umni.store.cache", "umni.backends.bindings", "umni_adapters", "umni_graphs", "umni.protocols.protocol", "numpy", "PIL", "anyio")
 
 
-def _fresh_task(split: Path, part: str, cwd: Path) -> tuple[str, list[str]]:
-    """`umni sweep FILE --shard PART` in a fresh process: what it printed, and which heavy modules it imported."""
+def _fresh_task(split: Path, part: str, cwd: Path, flag: str = "--shard", heavy: tuple[str, ...] = _HEAVY) -> tuple[str, list[str]]:
+    """`umni sweep FILE --shard PART` (or `flag`) in a fresh process: what it printed, and which of
+    the `heavy` modules it imported."""
     code = (
-        "import sys; from umni.cli import main; assert main(['sweep', sys.argv[1], '--shard', sys.argv[2]]) == 0; "
-        f"print(*sorted(m for m in {_HEAVY!r} if m in sys.modules))"
+        "import sys; from umni.cli import main; assert main(['sweep', sys.argv[1], sys.argv[3], sys.argv[2]]) == 0; "
+        f"print(*sorted(m for m in {heavy!r} if m in sys.modules))"
     )
-    done = subprocess.run([sys.executable, "-c", code, str(split), part], capture_output=True, text=True, check=True, cwd=cwd)
+    done = subprocess.run([sys.executable, "-c", code, str(split), part, flag], capture_output=True, text=True, check=True, cwd=cwd)
     *printed, loaded = done.stdout.splitlines()
     return "\n".join(printed), loaded.split()
 
@@ -229,3 +230,60 @@ def test_a_resubmitted_task_of_an_assembled_sweep_does_not_assemble_it_again(tmp
     assert main(["sweep", str(split), "--assemble"]) == 0
     printed, loaded = _fresh_task(split, "3/3", tmp_path)
     assert "assembled by an earlier task" in printed and loaded == []
+
+
+def test_a_done_task_reads_the_plan_and_records_not_the_file_through_its_models(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """While the sweep file is the one the plan was made from, a task whose units are done reads the
+    plan and the records as JSON (no pydantic) and prints what reading the file would have; another
+    file (an edited `slurm:` time) takes the full path, which records the new file for the next."""
+    monkeypatch.chdir(tmp_path)  # the working folder is part of what the plan was made from
+    split = sweep_file(tmp_path, "split", "c")
+    for i in (1, 2, 3):
+        assert main(["sweep", str(split), "--shard", f"{i}/3"]) == 0
+    plain = ("pydantic", *_HEAVY)
+    fast, loaded = _fresh_task(split, "2/3", tmp_path, heavy=plain)
+    assert loaded == [] and "assembled by an earlier task" in fast
+    split.write_text(split.read_text().replace("01:00:00", "02:00:00"))  # operational: the same plan
+    full, loaded = _fresh_task(split, "2/3", tmp_path, heavy=plain)
+    assert full == fast and "pydantic" in loaded
+    again, loaded = _fresh_task(split, "2/3", tmp_path, heavy=plain)
+    assert again == fast and loaded == []
+    # a shard of a sweep not yet finished, and the same from the full path
+    other = sweep_file(tmp_path, "other", "c")
+    assert main(["sweep", str(other), "--shard", "1/3"]) == 0
+    fast, loaded = _fresh_task(other, "1/3", tmp_path, heavy=plain)
+    assert loaded == [] and "the leaderboard is written when all 8 units are done" in fast
+    other.write_text(other.read_text() + "# a comment\n")
+    assert _fresh_task(other, "1/3", tmp_path, heavy=plain)[0] == fast
+
+
+def test_a_done_array_task_reads_the_tasks_the_emitted_plan_keeps(tmp_path: Path) -> None:
+    split = sweep_file(tmp_path, "split", "c")
+    assert main(["sweep", str(split), "--emit", "slurm"]) == 0
+    tasks = json.loads((tmp_path / "split" / "units" / "plan.json").read_text())["tasks"]
+    assert tasks == {"units-1": [[f"u{i:05d}"] for i in range(8)]}
+    assert main(["sweep", str(split), "--task", "units-1:3"]) == 0
+    printed, loaded = _fresh_task(split, "units-1:3", Path.cwd(), flag="--task", heavy=("pydantic", *_HEAVY))
+    assert loaded == []
+    assert printed.splitlines() == ["  skipped 1 unit(s) already done", "task units-1:3 finished; the assemble job writes the leaderboard"]
+    printed, loaded = _fresh_task(split, "units-1:4", Path.cwd(), flag="--task", heavy=("pydantic",))
+    assert loaded == ["pydantic"] and "skipped" not in printed  # a unit to run: the full path
+
+
+def test_what_a_done_task_cannot_tell_from_the_plan_the_full_path_reports(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """A variable `env:` lists that the task lacks, and a record that does not read, are refused in
+    one line as before, not passed over as done."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("UMNI_TEST_TOKEN", "x")
+    split = sweep_file(tmp_path, "split", "c")
+    split.write_text(split.read_text() + "env: [UMNI_TEST_TOKEN]\n")
+    assert main(["sweep", str(split), "--shard", "1/3"]) == 0
+    monkeypatch.delenv("UMNI_TEST_TOKEN")
+    capsys.readouterr()
+    assert main(["sweep", str(split), "--shard", "1/3"]) == 2
+    assert "UMNI_TEST_TOKEN not set" in capsys.readouterr().err
+    monkeypatch.setenv("UMNI_TEST_TOKEN", "x")
+    record = next(p for p in sorted((tmp_path / "split" / "units").glob("u*.json")))
+    record.write_text("{")
+    assert main(["sweep", str(split), "--shard", "1/3"]) == 2
+    assert f"{record.name}: not a UnitRecord" in capsys.readouterr().err

@@ -167,17 +167,28 @@ def _note_locks(cache: str | None, folder: Path) -> None:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from umni.run.sweep import assemble_sweep, emit_slurm, load_sweep, run_sweep, run_sweep_shard, run_sweep_task
-    from umni.run.units import UnitBook
-
     modes = [flag for flag, given in (("--emit", args.emit), ("--shard", args.shard), ("--task", args.task), ("--assemble", args.assemble)) if given]
     if len(modes) > 1:
         raise InputError(f"{' and '.join(modes)} are different ways to run a sweep; give one of them")
     if args.emit:
+        from umni.run.sweep import emit_slurm
+
         submit = emit_slurm(args.file, warn=_say)
         print(f"job scripts: {submit.parent / 'slurm'}/*.sbatch")
         print(f"submit:      bash {submit}   (again after a failure: finished units are skipped)")
         return EXIT_OK
+    if args.shard or args.task:  # most tasks of a resubmitted array: answered from the plan when it can
+        from umni.run.done_task import done_task
+
+        known = done_task(args.file, args.task or args.shard, emitted=bool(args.task))
+        if known is not None:
+            _note_locks(known.cache, known.out)
+            _print_task_end(args, skipped=known.skipped, busy=[], units=known.units,
+                            leaderboard=known.out / "leaderboard.md" if known.assembled else None, assembled_before=known.assembled)
+            return EXIT_OK
+    from umni.run.sweep import assemble_sweep, load_sweep, run_sweep, run_sweep_shard, run_sweep_task
+    from umni.run.units import UnitBook
+
     sweep = load_sweep(args.file)
     assert sweep.out is not None
     _note_locks(sweep.cache, sweep.out)
@@ -198,17 +209,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         outcome = run_sweep_task(args.file, args.task, warn=_warn_preflight) if args.task else run_sweep_shard(args.file, args.shard, warn=_warn_preflight)
         for result in outcome.ran:
             _print_run(result.summary, result.out)
-        if outcome.skipped:
-            print(f"  skipped {len(outcome.skipped)} unit(s) already done")
-        if outcome.busy:
-            print(f"  left {len(outcome.busy)} unit(s) to the process running them: {', '.join(u.name for u in outcome.busy)}")
-        if outcome.assembled is not None:
-            again = f" (assembled by an earlier task; `umni sweep {args.file}` assembles it again)" if outcome.assembled_before else ""
-            print(f"every one of {outcome.units} units is done; leaderboard: {outcome.assembled / 'leaderboard.md'}{again}")
-        elif args.task:
-            print(f"task {args.task} finished; the assemble job writes the leaderboard")
-        else:
-            print(f"the leaderboard is written when all {outcome.units} units are done (or by `umni sweep {args.file}`)")
+        _print_task_end(args, skipped=len(outcome.skipped), busy=[u.name for u in outcome.busy], units=outcome.units,
+                        leaderboard=outcome.assembled / "leaderboard.md" if outcome.assembled is not None else None,
+                        assembled_before=outcome.assembled_before)
         return EXIT_OK
     out, results = run_sweep(args.file, warn=_warn_preflight)
     for result in results:
@@ -217,6 +220,21 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     print(f"leaderboard: {out / 'leaderboard.md'}")
     print(f"report:      {out / 'report.html'}")
     return EXIT_OK
+
+
+def _print_task_end(args: argparse.Namespace, *, skipped: int, busy: list[str], units: int, leaderboard: Path | None, assembled_before: bool) -> None:
+    """The end of a sweep task's output, the same whether it ran units or was answered from the plan."""
+    if skipped:
+        print(f"  skipped {skipped} unit(s) already done")
+    if busy:
+        print(f"  left {len(busy)} unit(s) to the process running them: {', '.join(busy)}")
+    if leaderboard is not None:
+        again = f" (assembled by an earlier task; `umni sweep {args.file}` assembles it again)" if assembled_before else ""
+        print(f"every one of {units} units is done; leaderboard: {leaderboard}{again}")
+    elif args.task:
+        print(f"task {args.task} finished; the assemble job writes the leaderboard")
+    else:
+        print(f"the leaderboard is written when all {units} units are done (or by `umni sweep {args.file}`)")
 
 
 def _print_pools(out: Path) -> None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from umni.run.done_task import sweep_outputs
 from umni.run.slurm_resources import GPU_OPTIONS
 from umni.run.sweep_file import (
     SweepFile,
@@ -26,7 +27,7 @@ from umni.run.sweep_file import (
 )
 from umni.run.sweep_jobs import arrays, find_task, unit_bindings
 from umni.run.units import HEARTBEAT_S, Heartbeat, Unit, UnitBook, UnitUpdate, select, unit_weights
-from umni.store.runfiles import LEADERBOARD_MD, SWEEP_JSON
+from umni.store.runfiles import SWEEP_JSON
 from umni.util.errors import InputError, StorageError, UmniError
 from umni.util.secrets import error_line
 from umni.util.sharding import parse_shard
@@ -164,7 +165,7 @@ def run_sweep_shard(path: Path, part_text: str, *, warn: Callable[[str], None] |
         ran, busy, skipped = _run_these(sweep, str(part), mine, book, warn, cache)
         assembled, before = None, False
         if all(book.is_done(u) for u in units):
-            if book.assembled(units, [sweep.out / LEADERBOARD_MD, sweep.out / SWEEP_JSON]):  # a task started again after the last one
+            if book.assembled(units, sweep_outputs(sweep.out)):  # a task started again after the last one
                 assembled, before = sweep.out, True
             else:
                 cache = cache or _open_cache(sweep)
@@ -349,7 +350,9 @@ def emit_slurm(path: Path, *, warn: Callable[[str], None] | None = None) -> Path
         build_config(given, source=source)
     jobs = arrays(sweep, units, path)  # resources that cannot be expressed are refused here
     assert sweep.out is not None
-    UnitBook(sweep.out).begin(units, planned_settings(sweep), path)
+    book = UnitBook(sweep.out)
+    book.begin(units, planned_settings(sweep), path)
+    book.keep_tasks({job.name: [[u.name for u in task] for task in job.tasks] for job in jobs})
     folder = sweep.out / "slurm"
     folder.mkdir(parents=True, exist_ok=True)
     name = sweep.name or path.stem

@@ -36,20 +36,23 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, Unpack
 from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError
 from typing_extensions import TypedDict
 
+from umni.run.done_task import (  # noqa: F401 - STALE_AFTER_BEATS: importable from here too
+    HEARTBEAT_S,
+    STALE_AFTER_BEATS,
+    assembly_current,
+    plan_source,
+    split_of,
+    unit_done,
+    unit_stale,
+)
 from umni.run.unit_deal import Unit, UnitEntry, deal, select  # noqa: F401 - deal: importable from here too
 from umni.store.hashing import fingerprint
-from umni.store.runfiles import SUMMARY_JSON
 from umni.util.errors import InputError, UmniError
 from umni.util.sharding import Shard
 
 if TYPE_CHECKING:
     from umni.run.config import RunConfig
     from umni.store.locks import FolderLocks, Held
-
-#: Seconds between heartbeats of a running unit; `umni status` calls one older than 3 of these stale.
-HEARTBEAT_S = 30.0
-#: Heartbeats missed before a running unit reads stale (its process is likely gone).
-STALE_AFTER_BEATS = 3
 
 
 UnitState = Literal["running", "done", "failed"]
@@ -83,14 +86,11 @@ class UnitRecord(BaseModel):
 
     def stale(self, now: float) -> bool:
         """A running unit whose process stopped beating (it likely died without a word)."""
-        return self.state == "running" and now - self.heartbeat > STALE_AFTER_BEATS * HEARTBEAT_S
+        return unit_stale(self.state, self.heartbeat, now)
 
     def split(self) -> int | None:
         """N of the sweep shard I/N running it (None when not recorded)."""
-        try:
-            return int((self.part or "").partition("/")[2])
-        except ValueError:
-            return None
+        return split_of(self.part)
 
 
 class UnitUpdate(TypedDict, total=False):
@@ -111,6 +111,11 @@ class UnitPlan(BaseModel):
     #: plan an older umni wrote, which is then taken as it is
     settings: dict[str, JsonValue] | None = None
     fingerprint: str | None = None
+    #: the sweep file the plan was made from (`umni.run.done_task.plan_source`): while a task's file
+    #: is that one, a task whose units are done reads the plan instead of the file
+    source: dict[str, str] | None = None
+    #: each emitted array's tasks, each a list of unit names (``--emit slurm``)
+    tasks: dict[str, list[list[str]]] | None = None
     #: each unit's work as the first task that dealt them by it weighed it (`unit_weights`): later
     #: tasks deal by these numbers without loading a protocol, and every task deals alike
     weights: list[int] | None = None
@@ -181,10 +186,16 @@ class UnitBook:
     def plan_json(self) -> Path:
         return self.folder / "plan.json"
 
-    def write_plan(self, units: list[Unit], settings: dict[str, JsonValue] | None = None) -> None:
+    def write_plan(self, units: list[Unit], settings: dict[str, JsonValue] | None = None, source: dict[str, str] | None = None) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
-        plan = UnitPlan(units=[u.describe() for u in units], settings=settings, fingerprint=None if settings is None else fingerprint(settings))
+        plan = UnitPlan(units=[u.describe() for u in units], settings=settings, fingerprint=None if settings is None else fingerprint(settings), source=source)
         _write_json(self.plan_json, plan.model_dump(exclude_defaults=True))
+
+    def keep_tasks(self, tasks: dict[str, list[list[str]]]) -> None:
+        """Keep the emitted arrays' tasks (unit names) in the plan (call after `begin`)."""
+        plan = self.plan()
+        if plan is not None:
+            _write_json(self.plan_json, plan.model_copy(update={"tasks": tasks}).model_dump(exclude_defaults=True))
 
     def plan(self) -> UnitPlan | None:
         return _read_model(self.plan_json, UnitPlan, "delete it: the next task of the sweep writes it again")
@@ -215,9 +226,8 @@ class UnitBook:
         and its `outputs` are still there: assembling again would write the same files."""
         assembly = _read_model(self.assembly_json, Assembly, "delete it: the next task that finds every unit done assembles the sweep again")
         plan = self.plan()
-        return (
-            assembly is not None and plan is not None and assembly.fingerprint == plan.fingerprint
-            and assembly.finished == self._finished(units) and all(p.is_file() for p in outputs)
+        return plan is not None and assembly_current(
+            None if assembly is None else assembly.model_dump(), plan.fingerprint, self._finished(units), outputs
         )
 
     def _finished(self, units: list[Unit]) -> dict[str, float | None]:
@@ -249,8 +259,11 @@ class UnitBook:
                 raise self._changed(plan, settings, sweep_file)
         if part is not None:
             self._check_split(part, len(units), records)
+        source = plan_source(sweep_file)
         if plan is None or plan.fingerprint != fingerprint(settings) or [u.describe() for u in units] != plan.units:
-            self.write_plan(units, settings)
+            self.write_plan(units, settings, source)
+        elif plan.source != source:  # the same units from another file (an edited `slurm:` time, say)
+            _write_json(self.plan_json, plan.model_copy(update={"source": source, "tasks": None}).model_dump(exclude_defaults=True))
 
     def _changed(self, plan: UnitPlan, settings: dict[str, JsonValue], sweep_file: Path) -> InputError:
         old = plan.settings or {}
@@ -280,7 +293,7 @@ class UnitBook:
 
     def is_done(self, unit: Unit) -> bool:
         record = self.record(unit.name)
-        return record is not None and record.state == "done" and (unit.out / SUMMARY_JSON).is_file()
+        return record is not None and unit_done(record.state, unit.out)
 
     def claim(self, unit: Unit, locks: FolderLocks) -> Held | None:
         """Claim `unit` for this process until the claim is released; None when another process holds
