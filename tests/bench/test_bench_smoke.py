@@ -60,3 +60,20 @@ def test_smoke_suite_runs_and_reports(tmp_path: Path) -> None:
     for store in ("sqlite", "postgresql"):  # PostgreSQL's server binaries are part of the test setup
         assert stores[store]["computed_us_per_node"] > 0 and stores[store]["cached_us_per_node"] > 0
         assert "umni benchmarks" in done.stdout
+
+
+def test_task_start_benchmark_runs(tmp_path: Path) -> None:
+    """`python -m bench.task_start` still runs: its cached unit holds a case read from the store (it
+    raises otherwise) and the finished sweep's task never assembles it again."""
+    out = tmp_path / "task_start.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.task_start", "1", "--json", str(out)],
+        cwd=REPO, capture_output=True, text=True, timeout=300, check=False,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    result = json.loads(out.read_text())
+    assert set(result["commands"]) == {
+        "python -c pass", 'python -c "import umni"', "libraries a cached unit uses", "cached unit", "done unit",
+        "done unit, the full path", "task of a finished sweep",
+    }
+    assert result["finished_sweep_assembled_again"] == 0
