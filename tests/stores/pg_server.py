@@ -40,12 +40,14 @@ def _free_port() -> int:
 class PostgresServer:
     """`start()` then `url(database)`; `create_database(name)`; `stop()`."""
 
-    def __init__(self, *, durable: bool = False) -> None:
+    def __init__(self, *, durable: bool = False, settings: dict[str, str] | None = None) -> None:
         self.bin = _bin_dir()
         self.root = Path(tempfile.mkdtemp(prefix="umni-pg-"))
         self.data = self.root / "data"
         self.port = _free_port()
         self.durable = durable
+        #: further server settings (``-c NAME=VALUE``)
+        self.settings = settings or {}
         self._as: list[str] = []
         if os.geteuid() == 0:
             user = pwd.getpwnam("postgres")
@@ -64,6 +66,7 @@ class PostgresServer:
         self._options = f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.root} -c max_connections=200"
         if not self.durable:  # the tests kill clients, never the server: spare the shared disk the fsyncs
             self._options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+        self._options += "".join(f" -c {name}={value}" for name, value in self.settings.items())
         self._start_server()
         return self
 
