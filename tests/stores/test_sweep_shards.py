@@ -287,3 +287,15 @@ def test_what_a_done_task_cannot_tell_from_the_plan_the_full_path_reports(tmp_pa
     record.write_text("{")
     assert main(["sweep", str(split), "--shard", "1/3"]) == 2
     assert f"{record.name}: not a UnitRecord" in capsys.readouterr().err
+
+
+def test_a_done_task_finds_the_plan_of_a_sweep_without_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No `out:` in the file: the sweep's folder is runs/sweep-<name or file stem> under the working
+    folder, for the task read from the plan as for the full path."""
+    monkeypatch.chdir(tmp_path)
+    sweep = tmp_path / "lab.yaml"
+    sweep.write_text(f"cache: {tmp_path / 'c'}\nprotocols: [umnibench]\nmodels: [sim/umm]\nlimit: 4\nshards: 2\n")
+    assert main(["sweep", str(sweep), "--shard", "1/2"]) == 0
+    assert (tmp_path / "runs" / "sweep-lab" / "units" / "plan.json").is_file()
+    printed, loaded = _fresh_task(sweep, "1/2", tmp_path, heavy=("pydantic", *_HEAVY))
+    assert loaded == [] and "skipped 1 unit(s) already done" in printed

@@ -61,6 +61,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, f
 
 from umni.protocols.caseio import validation_errors
 from umni.run.config import RunConfig, build_config
+from umni.run.done_task import default_out
 from umni.run.serving import Serve
 from umni.run.slurm_resources import Resources
 from umni.run.sweep_placement import Placement, check_placement, placed
@@ -140,7 +141,7 @@ def load_sweep(path: Path) -> SweepFile:
     base = path.parent
     sweep.cases = {k: (v if v.is_absolute() else base / v) for k, v in sweep.cases.items()}
     if sweep.out is None:
-        sweep.out = Path("runs") / f"sweep-{sweep.name or path.stem}"
+        sweep.out = default_out(sweep.name, path)
     unknown = sorted(set(sweep.labels) - {m for m in sweep.models if m is not None})
     if unknown:
         raise InputError(f"{', '.join(map(repr, unknown))}: not a spec listed under `models:`; key each label by the spec as written there",
