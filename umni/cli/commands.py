@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from umni.cli.parser import EXIT_FAILURES, EXIT_INCOMPLETE, EXIT_INPUT, EXIT_OK, invoked_as
+from umni.store.runfiles import LEADERBOARD_MD
 from umni.util.errors import InputError
 
 if TYPE_CHECKING:
@@ -184,7 +185,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         if known is not None:
             _note_locks(known.cache, known.out)
             _print_task_end(args, skipped=known.skipped, busy=[], units=known.units,
-                            leaderboard=known.out / "leaderboard.md" if known.assembled else None, assembled_before=known.assembled)
+                            assembled=known.out if known.assembled else None, assembled_before=known.assembled)
             return EXIT_OK
     from umni.run.sweep import assemble_sweep, load_sweep, run_sweep, run_sweep_shard, run_sweep_task
     from umni.run.units import UnitBook
@@ -210,8 +211,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         for result in outcome.ran:
             _print_run(result.summary, result.out)
         _print_task_end(args, skipped=len(outcome.skipped), busy=[u.name for u in outcome.busy], units=outcome.units,
-                        leaderboard=outcome.assembled / "leaderboard.md" if outcome.assembled is not None else None,
-                        assembled_before=outcome.assembled_before)
+                        assembled=outcome.assembled, assembled_before=outcome.assembled_before)
         return EXIT_OK
     out, results = run_sweep(args.file, warn=_warn_preflight)
     for result in results:
@@ -222,15 +222,16 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _print_task_end(args: argparse.Namespace, *, skipped: int, busy: list[str], units: int, leaderboard: Path | None, assembled_before: bool) -> None:
-    """The end of a sweep task's output, the same whether it ran units or was answered from the plan."""
+def _print_task_end(args: argparse.Namespace, *, skipped: int, busy: list[str], units: int, assembled: Path | None, assembled_before: bool) -> None:
+    """The end of a sweep task's output, the same whether it ran units or was answered from the plan
+    (`assembled`: the sweep's folder when its leaderboard is written)."""
     if skipped:
         print(f"  skipped {skipped} unit(s) already done")
     if busy:
         print(f"  left {len(busy)} unit(s) to the process running them: {', '.join(busy)}")
-    if leaderboard is not None:
+    if assembled is not None:
         again = f" (assembled by an earlier task; `umni sweep {args.file}` assembles it again)" if assembled_before else ""
-        print(f"every one of {units} units is done; leaderboard: {leaderboard}{again}")
+        print(f"every one of {units} units is done; leaderboard: {assembled / LEADERBOARD_MD}{again}")
     elif args.task:
         print(f"task {args.task} finished; the assemble job writes the leaderboard")
     else:

@@ -36,9 +36,8 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, Unpack
 from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError
 from typing_extensions import TypedDict
 
-from umni.run.done_task import (  # noqa: F401 - STALE_AFTER_BEATS: importable from here too
+from umni.run.done_task import (
     HEARTBEAT_S,
-    STALE_AFTER_BEATS,
     assembly_current,
     plan_source,
     split_of,
