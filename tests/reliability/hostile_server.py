@@ -95,6 +95,12 @@ class _Handler(BaseHTTPRequestHandler):
             server.finished.set()
             self.close_connection = True
 
+    def end_headers(self) -> None:
+        # every connection is closed after its one response (`_serve`): an HTTP/1.1 server says so, or
+        # a client that keeps connections alive sends its next request down the closed one
+        self.send_header("Connection", "close")
+        super().end_headers()
+
     def write_body(self, data: bytes) -> None:
         self.wfile.write(data)
         self.wfile.flush()
